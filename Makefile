@@ -1,0 +1,28 @@
+# Everyday commands. Each target creates the virtual environment and installs on first use.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+
+.PHONY: demo test bench ui validate clean
+
+$(INSTALLED): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(INSTALLED)
+
+demo: $(INSTALLED)  ## the main job on the embedded broker
+	$(BIN)/offsets-platform demo
+
+test: $(INSTALLED)  ## the whole test suite
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest
+
+bench: $(INSTALLED)  ## decode and ingest speed, side by side (writes benchmarks/results.json)
+	$(BIN)/python benchmarks/ingest_bench.py
+
+validate: $(INSTALLED)  ## check the Dagster definitions load
+	$(BIN)/dagster definitions validate -w workspace.yaml
+
+clean:
+	rm -rf .offsets_platform .pytest_cache

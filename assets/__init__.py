@@ -1,0 +1,1 @@
+"""Dagster definitions for offsets_platform: thin assets over the library."""

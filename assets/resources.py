@@ -1,0 +1,87 @@
+"""Dagster resources: the cluster connection, the lake and Spark.
+
+Fields left empty fall back, at run time, to `OFFSETS_PLATFORM_*` environment variables
+(offsets_platform.settings) and then to the defaults; nothing is read at import time. An empty
+bootstrap address means the embedded broker, which the resource starts for the run and stops
+after it. Secrets (the SASL password) are never logged or put in asset metadata.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Iterator, Optional
+
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
+
+from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.lake import Lake
+from offsets_platform.settings import KafkaConnection, Settings
+
+
+class KafkaResource(ConfigurableResource):
+    """Connection to the Kafka cluster whose consumer groups are modelled."""
+
+    bootstrap_servers: str = Field(default="", description="host:port[,host:port]; empty = embedded broker")
+    security_protocol: str = Field(default="", description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    sasl_mechanism: Optional[str] = None
+    sasl_username: Optional[str] = None
+    sasl_password: Optional[str] = Field(default=None, description="use EnvVar(...); never shown")
+    ssl_cafile: Optional[str] = None
+    ssl_certfile: Optional[str] = None
+    ssl_keyfile: Optional[str] = None
+
+    _connection: Optional[KafkaConnection] = PrivateAttr(default=None)
+
+    def yield_for_execution(self, context: InitResourceContext) -> Iterator["KafkaResource"]:
+        settings = Settings.from_env()
+        connection = self._merge(settings.kafka)
+        with ExitStack() as stack:
+            if connection.is_embedded:
+                broker = stack.enter_context(EmbeddedBroker(settings.broker_data_dir))
+                connection = connection.with_bootstrap(broker.bootstrap_servers)
+                context.log.info(f"started the embedded broker at {broker.bootstrap_servers} "
+                                 f"(data in {settings.broker_data_dir})")
+            self._connection = connection
+            yield self
+
+    def _merge(self, from_env: KafkaConnection) -> KafkaConnection:
+        return KafkaConnection(
+            bootstrap_servers=self.bootstrap_servers or from_env.bootstrap_servers,
+            security_protocol=self.security_protocol or from_env.security_protocol,
+            sasl_mechanism=self.sasl_mechanism or from_env.sasl_mechanism,
+            sasl_username=self.sasl_username or from_env.sasl_username,
+            sasl_password=self.sasl_password or from_env.sasl_password,
+            ssl_cafile=self.ssl_cafile or from_env.ssl_cafile,
+            ssl_certfile=self.ssl_certfile or from_env.ssl_certfile,
+            ssl_keyfile=self.ssl_keyfile or from_env.ssl_keyfile,
+        )
+
+    def connection(self) -> KafkaConnection:
+        """The resolved connection (inside a run)."""
+        if self._connection is None:  # called outside a run, e.g. from a test
+            self._connection = self._merge(Settings.from_env().kafka)
+        return self._connection
+
+
+class LakeResource(ConfigurableResource):
+    """Where the Delta tables live."""
+
+    root: str = Field(default="", description="folder of the lake; empty = $OFFSETS_PLATFORM_HOME/lake")
+
+    def lake(self) -> Lake:
+        return Lake(Path(self.root) if self.root else Settings.from_env().lake_root)
+
+
+class SparkResource(ConfigurableResource):
+    """The SparkSession the models run on (one per run with the in-process executor)."""
+
+    master: str = Field(default="", description="Spark master; empty = $OFFSETS_PLATFORM_SPARK_MASTER or local[*]")
+    remote: str = Field(default="", description="Spark Connect endpoint (sc://host:port); overrides master")
+
+    def session(self):
+        from offsets_platform.lake.spark import get_spark
+
+        settings = Settings.from_env()
+        return get_spark(master=self.master or settings.spark_master, remote=self.remote or settings.spark_remote)

@@ -1,0 +1,64 @@
+"""`offsets-platform`: the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.settings import Settings
+
+
+def _demo(args: argparse.Namespace, settings: Settings) -> int:
+    from assets.demo import run_demo
+
+    run_demo(Path(args.home) if args.home else settings.home, records=args.records, seed=args.seed)
+    return 0
+
+
+def _ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
+    from offsets_platform.lake import Lake
+    from offsets_platform.summary import bronze_summary
+
+    connection = settings.kafka
+    if args.bootstrap_server:
+        connection = connection.with_bootstrap(args.bootstrap_server)
+    if connection.is_embedded:
+        print("error: give --bootstrap-server or set OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", file=sys.stderr)
+        return 2
+    lake = Lake(Path(args.home) / "lake" if args.home else settings.lake_root)
+    print(f"ingesting __consumer_offsets from {connection.describe()} into {lake.root}")
+    result = ingest_offsets_topic(connection, lake)
+    print(f"read {result.records_read:,} records, rejected {result.rejected:,}, in {result.seconds:.1f} s")
+    for line in bronze_summary(lake):
+        print("  " + line)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="offsets-platform", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="the main job on a fresh embedded broker")
+    demo.add_argument("--records", type=int, default=300_000, help="coordinator records to generate")
+    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument("--home", help="folder for the demo (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+    demo.set_defaults(run=_demo)
+
+    ingest = commands.add_parser("ingest", help="read __consumer_offsets of a cluster into bronze")
+    ingest.add_argument("--bootstrap-server", help="host:port of the cluster")
+    ingest.add_argument("--home", help="folder holding the lake")
+    ingest.set_defaults(run=_ingest)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args, Settings.from_env())
+    except BrokerUnreachable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Ingest: `__consumer_offsets` into the bronze Delta tables."""

@@ -1,0 +1,154 @@
+"""Reading `__consumer_offsets` with confluent-kafka (librdkafka), in Arrow batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachable
+from offsets_platform.settings import KafkaConnection
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+RAW_SCHEMA = pa.schema(
+    [
+        pa.field("source_partition", pa.int32(), nullable=False),
+        pa.field("source_offset", pa.int64(), nullable=False),
+        pa.field("source_timestamp", pa.timestamp("ms", tz="UTC")),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """Where a read starts and stops: partition -> next offset to read, and the end to reach."""
+
+    start: dict[int, int]
+    end: dict[int, int]
+
+    @property
+    def records_behind(self) -> int:
+        return sum(max(0, self.end[p] - self.start.get(p, 0)) for p in self.end)
+
+
+class OffsetsTopicReader:
+    """Reads committed records of `__consumer_offsets` from given positions up to the end seen at start.
+
+    Records of open or aborted transactions are never returned (isolation.level=read_committed),
+    so a transactional offset commit counts only once its COMMIT marker is written.
+    """
+
+    def __init__(self, connection: KafkaConnection, batch_records: int = 200_000, topic: str = OFFSETS_TOPIC,
+                 timeout_s: float = 15.0):
+        self.connection = connection
+        self.batch_records = batch_records
+        self.topic = topic
+        self.timeout_s = timeout_s
+        self._consumer: Consumer | None = None
+
+    def _client(self) -> Consumer:
+        if self._consumer is None:
+            wait_until_reachable(self.connection.bootstrap_servers, self.timeout_s)
+            config = self.connection.confluent_config()
+            config.update({
+                # assign() only: the group id is never joined nor committed to.
+                "group.id": "offsets-platform-ingest",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": 64 * 1024 * 1024,
+                "max.partition.fetch.bytes": 8 * 1024 * 1024,
+                "queued.min.messages": 500_000,
+            })
+            self._consumer = Consumer(config)
+        return self._consumer
+
+    def plan(self, start: dict[int, int]) -> ReadPlan:
+        """Positions to read from (given, else the log start) and the current ends.
+
+        Raises:
+            BrokerUnreachable: no metadata or offsets within the timeout.
+        """
+        consumer = self._client()
+        try:
+            metadata = consumer.list_topics(self.topic, timeout=self.timeout_s)
+            topic = metadata.topics.get(self.topic)
+            if topic is None or topic.error is not None:
+                raise BrokerUnreachable(self.connection.bootstrap_servers,
+                                        f"topic {self.topic} is not readable ({topic.error if topic else 'missing'})")
+            plan_start, plan_end = {}, {}
+            for partition in sorted(topic.partitions):
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, partition), timeout=self.timeout_s)
+                plan_start[partition] = max(start.get(partition, low), low)
+                plan_end[partition] = high
+        except KafkaException as error:
+            raise BrokerUnreachable(self.connection.bootstrap_servers, str(error)) from error
+        return ReadPlan(plan_start, plan_end)
+
+    def read(self, plan: ReadPlan) -> Iterator[pa.Table]:
+        """Yield Arrow batches (RAW_SCHEMA) until every partition reached its planned end."""
+        pending = {p for p in plan.end if plan.start[p] < plan.end[p]}
+        if not pending:
+            return
+        consumer = self._client()
+        consumer.assign([TopicPartition(self.topic, p, plan.start[p]) for p in sorted(pending)])
+        idle_polls = 0
+        while pending:
+            messages = consumer.consume(num_messages=self.batch_records, timeout=1.0)
+            records = [m for m in messages if m.error() is None]
+            for event in (m for m in messages if m.error() is not None):
+                if event.error().code() == KafkaError._PARTITION_EOF:
+                    pending.discard(event.partition())
+                else:
+                    raise BrokerUnreachable(self.connection.bootstrap_servers, str(event.error()))
+            idle_polls = 0 if messages else idle_polls + 1
+            if idle_polls * 1.0 > self.timeout_s:
+                raise BrokerUnreachable(self.connection.bootstrap_servers,
+                                        f"no records for {self.timeout_s:.0f} s while {len(pending)} "
+                                        f"partitions of {self.topic} were still behind")
+            if records:
+                batch = _to_arrow(records)
+                for partition, next_offset in _next_offsets(batch).items():
+                    if next_offset >= plan.end[partition]:
+                        pending.discard(partition)
+                yield batch
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def __enter__(self) -> "OffsetsTopicReader":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _to_arrow(messages: list) -> pa.Table:
+    # One list comprehension per column is the cheapest way out of librdkafka's Message objects.
+    return pa.table(
+        [
+            pa.array([m.partition() for m in messages], pa.int32()),
+            pa.array([m.offset() for m in messages], pa.int64()),
+            pa.array([m.timestamp()[1] for m in messages], pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+            pa.array([m.key() for m in messages], pa.binary()),
+            pa.array([m.value() for m in messages], pa.binary()),
+        ],
+        schema=RAW_SCHEMA,
+    )
+
+
+def _next_offsets(batch: pa.Table) -> dict[int, int]:
+    """partition -> (highest offset in the batch) + 1."""
+    grouped = batch.group_by("source_partition").aggregate([("source_offset", "max")])
+    return {p: o + 1 for p, o in zip(grouped["source_partition"].to_pylist(),
+                                      grouped["source_offset_max"].to_pylist())}

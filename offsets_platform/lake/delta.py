@@ -1,0 +1,111 @@
+"""Reading and writing the Delta tables.
+
+Every write, merge and delete goes through delta-rs (`deltalake`): Delta's JVM jars come from
+Maven Central, which these machines cannot reach. Spark reads a table from its active file list
+with the registered schema. Both halves live here so a deployment that has the Delta jars can
+switch to `spark.read.format("delta")` in this one module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
+
+from offsets_platform.lake.tables import TableSpec, table_spec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class Lake:
+    """The Delta tables under one root folder (`<root>/<layer>/<table>`)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).absolute()
+
+    def path(self, name: str) -> Path:
+        spec = table_spec(name)
+        return self.root / spec.layer / spec.name
+
+    def exists(self, name: str) -> bool:
+        return DeltaTable.is_deltatable(str(self.path(name)))
+
+    def table(self, name: str) -> DeltaTable:
+        """The Delta table, created empty with its registered schema if it does not exist."""
+        spec = table_spec(name)
+        path = self.path(name)
+        if not self.exists(name):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            DeltaTable.create(str(path), schema=spec.schema, partition_by=list(spec.partition_by) or None,
+                              name=spec.name, description=spec.description)
+        return DeltaTable(str(path))
+
+    def append(self, name: str, data: pa.Table) -> int:
+        """Append rows in one Delta commit (all or nothing). Returns the new table version."""
+        spec = table_spec(name)
+        table = self.table(name)
+        write_deltalake(table, conform(data, spec), mode="append")
+        table.update_incremental()
+        return table.version()
+
+    def overwrite(self, name: str, data: pa.Table) -> int:
+        """Replace the table's rows in one Delta commit. Returns the new table version."""
+        spec = table_spec(name)
+        table = self.table(name)
+        write_deltalake(table, conform(data, spec), mode="overwrite")
+        table.update_incremental()
+        return table.version()
+
+    def merge(self, name: str, data: pa.Table) -> dict:
+        """Upsert rows by the table's registered keys. Returns delta-rs's merge metrics."""
+        spec = table_spec(name)
+        predicate = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
+        return (
+            self.table(name)
+            .merge(conform(data, spec), predicate=predicate, source_alias="source", target_alias="target")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+
+    def read_arrow(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """The table's current rows as Arrow (small tables and tests; Spark for the rest)."""
+        path = str(self.path(name))
+        table = self.table(name)
+        # Passing a filesystem avoids an abort at interpreter exit seen with delta-rs's own.
+        filesystem = pafs.SubTreeFileSystem(path, pafs.LocalFileSystem())
+        return table.to_pyarrow_table(columns=columns, filesystem=filesystem)
+
+    def query(self, sql: str, *names: str) -> pa.Table:
+        """Run SQL with delta-rs's engine over the named tables (registered under their names)."""
+        builder = QueryBuilder()
+        for name in names:
+            builder = builder.register(name, self.table(name))
+        return pa.table(builder.execute(sql).read_all())
+
+    def count(self, name: str) -> int:
+        return self.query(f"select count(*) as n from {name}", name).column("n")[0].as_py()
+
+    def spark_read(self, spark: "SparkSession", name: str) -> "DataFrame":
+        """A Spark DataFrame over the table's active files, with the registered schema."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        spec = table_spec(name)
+        table = self.table(name)
+        schema = from_arrow_schema(spec.schema)
+        files = table.file_uris()
+        if not files:
+            return spark.createDataFrame([], schema)
+        return spark.read.schema(schema).option("basePath", str(self.path(name))).parquet(*files)
+
+
+def conform(data: pa.Table, spec: TableSpec) -> pa.Table:
+    """Order and cast `data`'s columns to the spec's schema; a missing column is an error."""
+    missing = [f.name for f in spec.schema if f.name not in data.column_names]
+    if missing:
+        raise ValueError(f"table {spec.name}: data lacks columns {missing}")
+    return data.select(spec.schema.names).cast(spec.schema)

@@ -1,0 +1,121 @@
+"""The one place that turns the environment into settings.
+
+Read at run time only (never at import time), so loading the Dagster definitions has no side
+effects. Every setting has a default that works on a fresh machine: an empty bootstrap address
+means "the embedded broker the project starts itself".
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Mapping
+
+ENV_PREFIX = "OFFSETS_PLATFORM_"
+DEFAULT_HOME = Path(".offsets_platform")
+
+
+@dataclass(frozen=True)
+class KafkaConnection:
+    """How to reach a Kafka cluster. `bootstrap_servers` empty means the embedded broker."""
+
+    bootstrap_servers: str = ""
+    security_protocol: str = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+
+    @property
+    def is_embedded(self) -> bool:
+        return not self.bootstrap_servers.strip()
+
+    def with_bootstrap(self, bootstrap_servers: str) -> "KafkaConnection":
+        return replace(self, bootstrap_servers=bootstrap_servers)
+
+    def confluent_config(self) -> dict[str, str]:
+        """librdkafka settings for confluent-kafka clients."""
+        config = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol,
+        }
+        optional = {
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password,
+            "ssl.ca.location": self.ssl_cafile,
+            "ssl.certificate.location": self.ssl_certfile,
+            "ssl.key.location": self.ssl_keyfile,
+        }
+        config.update({key: value for key, value in optional.items() if value})
+        return config
+
+    def kafka_python_config(self) -> dict[str, object]:
+        """Keyword arguments for kafka-python clients."""
+        config: dict[str, object] = {
+            "bootstrap_servers": self.bootstrap_servers.split(","),
+            "security_protocol": self.security_protocol,
+        }
+        optional = {
+            "sasl_mechanism": self.sasl_mechanism,
+            "sasl_plain_username": self.sasl_username,
+            "sasl_plain_password": self.sasl_password,
+            "ssl_cafile": self.ssl_cafile,
+            "ssl_certfile": self.ssl_certfile,
+            "ssl_keyfile": self.ssl_keyfile,
+        }
+        config.update({key: value for key, value in optional.items() if value})
+        return config
+
+    def describe(self) -> str:
+        """A printable summary that never contains the password."""
+        address = self.bootstrap_servers or "embedded broker"
+        auth = f", SASL {self.sasl_mechanism} as {self.sasl_username}" if self.sasl_mechanism else ""
+        return f"{address} ({self.security_protocol}{auth})"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run needs to know about where things are."""
+
+    kafka: KafkaConnection = KafkaConnection()
+    home: Path = DEFAULT_HOME
+    spark_master: str = "local[*]"
+    spark_remote: str | None = None
+
+    @property
+    def lake_root(self) -> Path:
+        return self.home / "lake"
+
+    @property
+    def broker_data_dir(self) -> Path:
+        return self.home / "broker"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """Settings from `OFFSETS_PLATFORM_*` variables, defaults for the rest."""
+        env = os.environ if env is None else env
+
+        def get(name: str) -> str | None:
+            value = env.get(ENV_PREFIX + name)
+            return value if value else None
+
+        kafka = KafkaConnection(
+            bootstrap_servers=get("BOOTSTRAP_SERVERS") or "",
+            security_protocol=get("SECURITY_PROTOCOL") or "PLAINTEXT",
+            sasl_mechanism=get("SASL_MECHANISM"),
+            sasl_username=get("SASL_USERNAME"),
+            sasl_password=get("SASL_PASSWORD"),
+            ssl_cafile=get("SSL_CAFILE"),
+            ssl_certfile=get("SSL_CERTFILE"),
+            ssl_keyfile=get("SSL_KEYFILE"),
+        )
+        return cls(
+            kafka=kafka,
+            home=Path(get("HOME") or DEFAULT_HOME),
+            spark_master=get("SPARK_MASTER") or "local[*]",
+            spark_remote=get("SPARK_REMOTE"),
+        )

@@ -1,0 +1,39 @@
+"""Shared fixtures: a real embedded broker and a real local SparkSession."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.lake import Lake
+from offsets_platform.settings import KafkaConnection
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """A fresh noida-db broker per test module (it starts in well under a second)."""
+    with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def connection(broker) -> KafkaConnection:
+    return KafkaConnection(bootstrap_servers=broker.bootstrap_servers)
+
+
+@pytest.fixture
+def lake(tmp_path) -> Lake:
+    return Lake(tmp_path / "lake")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from offsets_platform.lake.spark import get_spark
+
+    session = get_spark(master="local[2]")
+    yield session
+    session.stop()

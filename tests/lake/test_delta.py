@@ -1,0 +1,78 @@
+"""The lake on real Delta tables on disk, read back by delta-rs and by a real Spark session."""
+
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from offsets_platform.lake import TABLES, table_spec
+from offsets_platform.lake.tables import RECORD_TABLES
+
+
+def checkpoint_rows(run_id, partitions, next_offsets):
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    return pa.table({
+        "ingest_run_id": [run_id] * len(partitions),
+        "source_partition": pa.array(partitions, pa.int32()),
+        "next_offset": pa.array(next_offsets, pa.int64()),
+        "record_count": pa.array([1] * len(partitions), pa.int64()),
+        "checkpointed_at": pa.array([now] * len(partitions), pa.timestamp("us", tz="UTC")),
+    })
+
+
+def test_every_bronze_record_table_says_where_its_rows_came_from():
+    for name in RECORD_TABLES:
+        spec = TABLES[name]
+        assert spec.keys[:2] == ("source_partition", "source_offset"), name
+        assert {"source_partition", "source_offset", "source_timestamp"} <= set(spec.schema.names)
+        assert "row" not in spec.schema.names, "the codec's batch-local row index must not leak"
+
+
+def test_unknown_table_names_the_known_ones():
+    with pytest.raises(KeyError, match="offset_commit_records"):
+        table_spec("no_such_table")
+
+
+def test_append_creates_the_table_and_each_append_is_one_commit(lake):
+    lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0, 1], [5, 7]))
+    version = lake.append("offsets_topic_checkpoints", checkpoint_rows("r2", [0], [9]))
+    assert version == 2  # create, then one commit per append
+    rows = lake.read_arrow("offsets_topic_checkpoints").sort_by("next_offset")
+    assert rows["next_offset"].to_pylist() == [5, 7, 9]
+    assert rows.schema.field("checkpointed_at").type == pa.timestamp("us", tz="UTC")
+    assert DeltaTable(str(lake.path("offsets_topic_checkpoints"))).protocol().reader_features is None
+
+
+def test_merge_upserts_by_the_registered_keys(lake):
+    lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0, 1], [5, 7]))
+    changed = checkpoint_rows("r1", [1, 2], [7, 3]).set_column(
+        3, "record_count", pa.array([40, 1], pa.int64()))
+    lake.merge("offsets_topic_checkpoints", changed)
+    rows = {(r["source_partition"], r["next_offset"]): r["record_count"]
+            for r in lake.read_arrow("offsets_topic_checkpoints").to_pylist()}
+    assert rows == {(0, 5): 1, (1, 7): 40, (2, 3): 1}
+
+
+def test_a_write_missing_a_column_is_refused_and_writes_nothing(lake):
+    bad = checkpoint_rows("r1", [0], [1]).drop_columns(["next_offset"])
+    with pytest.raises(ValueError, match="next_offset"):
+        lake.append("offsets_topic_checkpoints", bad)
+    assert lake.count("offsets_topic_checkpoints") == 0
+
+
+def test_spark_reads_the_active_files_with_the_registered_schema(lake, spark):
+    lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0, 1], [5, 7]))
+    lake.overwrite("offsets_topic_checkpoints", checkpoint_rows("r2", [3], [11]))
+    frame = lake.spark_read(spark, "offsets_topic_checkpoints")
+    # Overwritten files are still on disk; only the active one may be read.
+    assert [(r.source_partition, r.next_offset) for r in frame.collect()] == [(3, 11)]
+    assert dict(frame.dtypes)["checkpointed_at"] == "timestamp"
+    assert frame.collect()[0].checkpointed_at.replace(tzinfo=timezone.utc) == datetime(
+        2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
+def test_spark_reads_an_empty_table_with_its_columns(lake, spark):
+    frame = lake.spark_read(spark, "offset_commit_records")
+    assert frame.count() == 0
+    assert frame.columns == TABLES["offset_commit_records"].schema.names
