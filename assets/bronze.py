@@ -1,7 +1,6 @@
 """Bronze assets: `__consumer_offsets` into Delta, incrementally."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
 from dagster import AssetExecutionContext, AssetSpec, MaterializeResult, MetadataValue, multi_asset
 
 from assets.resources import KafkaResource, LakeResource

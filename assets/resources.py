@@ -8,7 +8,7 @@ after it. Secrets (the SASL password) are never logged or put in asset metadata.
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -34,6 +34,7 @@ class KafkaResource(ConfigurableResource):
 
     _connection: Optional[KafkaConnection] = PrivateAttr(default=None)
 
+    @contextmanager
     def yield_for_execution(self, context: InitResourceContext) -> Iterator["KafkaResource"]:
         settings = Settings.from_env()
         connection = self._merge(settings.kafka)

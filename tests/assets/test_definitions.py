@@ -1,0 +1,70 @@
+"""The Dagster definitions load, validate, and the refresh job fills bronze from a real broker."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from dagster import AssetKey, DagsterInstance
+
+from assets.definitions import defs
+from offsets_platform.codec import encode
+from offsets_platform.lake import Lake
+from tests.ingest.conftest import produce
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_job_resolves_and_bronze_assets_are_grouped():
+    job = defs.resolve_job_def("refresh")
+    assert job.executor_def.name == "in_process"
+    graph = defs.resolve_asset_graph()
+    bronze = {key.to_user_string() for key in graph.get_all_asset_keys()
+              if graph.get(key).group_name == "bronze"}
+    assert {"offset_commit_records", "group_metadata_records", "group_metadata_members",
+            "consumer_group_records", "rejected_records", "offsets_topic_checkpoints"} <= bronze
+    for key in graph.get_all_asset_keys():
+        assert graph.get(key).description, f"{key} has no description"
+
+
+def test_dagster_validates_the_workspace():
+    dagster = Path(sys.executable).with_name("dagster")
+    result = subprocess.run([str(dagster), "definitions", "validate", "-w", "workspace.yaml"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_refresh_job_ingests_through_dagster(broker, tmp_path):
+    records = [(4, encode.offset_commit_key("g", "t", p), encode.offset_commit_value(10 + p, 1_790_000_000_000),
+                1_790_000_000_000) for p in range(3)]
+    produce(broker.bootstrap_servers, records)
+    lake = Lake(tmp_path / "lake")
+    run_config = {"resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
+                                "lake": {"config": {"root": str(lake.root)}}}}
+    with DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def("refresh").execute_in_process(run_config=run_config, instance=instance)
+        assert result.success
+        materialization = instance.get_latest_materialization_event(AssetKey("offset_commit_records"))
+        metadata = materialization.asset_materialization.metadata
+        assert metadata["dagster/row_count"].value == 3
+        assert metadata["rows_added"].value == 3
+        checkpoint = instance.get_latest_materialization_event(AssetKey("offsets_topic_checkpoints"))
+        assert checkpoint.asset_materialization.metadata["records_read"].value == 3
+    assert sorted(r["offset"] for r in lake.read_arrow("offset_commit_records").to_pylist()) == [10, 11, 12]
+
+
+def test_without_a_bootstrap_address_the_run_uses_and_stops_the_embedded_broker(tmp_path, monkeypatch):
+    import psutil
+
+    monkeypatch.setenv("OFFSETS_PLATFORM_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", raising=False)
+
+    def brokers():
+        return {p.pid for p in psutil.process_iter(["name", "cmdline"])
+                if "noida-db" in " ".join(p.info["cmdline"] or []) and str(tmp_path) in " ".join(p.info["cmdline"] or [])}
+
+    with DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def("refresh").execute_in_process(instance=instance)
+    assert result.success
+    assert (tmp_path / "home" / "broker" / "noida-db.log").exists()
+    assert Lake(tmp_path / "home" / "lake").exists("offsets_topic_checkpoints")
+    assert brokers() == set(), "the embedded broker must be stopped after the run"
