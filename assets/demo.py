@@ -35,8 +35,12 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7) -> Lake:
     history = generate(seed=seed, records=records)
     with EmbeddedBroker(demo_home / "broker") as broker:
         print(f"embedded broker (noida-db) at {broker.bootstrap_servers}, data in {broker.data_dir}")
-        run_config = {"resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
-                                    "lake": {"config": {"root": str(lake.root)}}}}
+        run_config = {
+            "resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
+                          "lake": {"config": {"root": str(lake.root)}}},
+            # Progress and results, without Dagster's step-by-step debug events.
+            "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        }
         with DagsterInstance.ephemeral() as instance:
             for round_number, count in enumerate((first_round, records - first_round), start=1):
                 print(f"round {round_number}: writing {count:,} coordinator records into __consumer_offsets")

@@ -65,7 +65,7 @@ def ingest_offsets_topic(
     connection: KafkaConnection,
     lake: Lake,
     *,
-    batch_records: int = 200_000,
+    batch_records: int = 500_000,
     emit: Callable[[str], None] = print,
     after_write: Callable[[str], None] | None = None,
 ) -> IngestResult:
@@ -74,7 +74,7 @@ def ingest_offsets_topic(
     Args:
         connection: the cluster (its bootstrap address must be set).
         lake: where the bronze tables live.
-        batch_records: records per consumed batch, and so per Delta commit.
+        batch_records: records per decoded batch, and so per Delta commit of each table.
         emit: where progress lines go.
         after_write: called with a table name after each Delta commit (tests use it to stop a
             run at an exact point).
