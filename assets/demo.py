@@ -44,7 +44,8 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7) -> Lake:
         with DagsterInstance.ephemeral() as instance:
             for round_number, count in enumerate((first_round, records - first_round), start=1):
                 print(f"round {round_number}: writing {count:,} coordinator records into __consumer_offsets")
-                produce_records(broker.bootstrap_servers, islice(history, count))
+                produce_records(broker.bootstrap_servers, islice(history, count), progress_every=50_000,
+                                progress=lambda done: print(f"  {done:,} of {count:,} records written"))
                 started = time.monotonic()
                 result = job.execute_in_process(run_config=run_config, instance=instance)
                 if not result.success:

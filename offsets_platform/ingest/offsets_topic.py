@@ -87,10 +87,10 @@ def ingest_offsets_topic(
     """
     started = datetime.now(timezone.utc)
     result = IngestResult(run_id=f"{started:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
-    checkpoints = resume_positions(lake)
-    already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
     with OffsetsTopicReader(connection, batch_records=batch_records) as reader:
-        plan = reader.plan(checkpoints)
+        reader.connect()  # a down broker must not leave even empty tables behind
+        already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
+        plan = reader.plan(resume_positions(lake))
         result.resumed_from, result.end_offsets = plan.start, plan.end
         progress = Progress("ingest __consumer_offsets", plan.records_behind, emit)
         for raw in reader.read(plan):

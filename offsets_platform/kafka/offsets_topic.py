@@ -54,6 +54,14 @@ class OffsetsTopicReader:
         self.timeout_s = timeout_s
         self._consumer: Consumer | None = None
 
+    def connect(self) -> None:
+        """Fail fast, before anything else is done, if the cluster does not answer.
+
+        Raises:
+            BrokerUnreachable: no bootstrap address accepted a connection within the timeout.
+        """
+        self._client()
+
     def _client(self) -> Consumer:
         if self._consumer is None:
             wait_until_reachable(self.connection.bootstrap_servers, self.timeout_s)

@@ -1,0 +1,32 @@
+"""The `offsets-platform` command line against a real broker, and against a down one."""
+
+from offsets_platform.cli import main
+from offsets_platform.codec import encode
+from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.lake import Lake
+from tests.ingest.conftest import produce
+
+
+def test_ingest_command_fills_the_lake_and_reports(broker, tmp_path, capsys):
+    produce(broker.bootstrap_servers, [(1, encode.offset_commit_key("cli-group", "t", 0),
+                                        encode.offset_commit_value(42, 1_790_000_000_000), 1_790_000_000_000)])
+    status = main(["ingest", "--bootstrap-server", broker.bootstrap_servers, "--home", str(tmp_path)])
+    output = capsys.readouterr().out
+    assert status == 0
+    assert "read 1 records, rejected 0" in output
+    assert [r["offset"] for r in Lake(tmp_path / "lake").read_arrow("offset_commit_records").to_pylist()] == [42]
+
+
+def test_ingest_command_on_a_down_broker_names_it_and_fails(tmp_path, capsys):
+    address = f"127.0.0.1:{free_loopback_port()}"
+    status = main(["ingest", "--bootstrap-server", address, "--home", str(tmp_path)])
+    error = capsys.readouterr().err
+    assert status == 1
+    assert address in error and "Check that the broker is running" in error
+    assert not (tmp_path / "lake" / "bronze" / "offset_commit_records").exists(), "nothing half-written"
+
+
+def test_ingest_command_without_an_address_says_how_to_give_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", raising=False)
+    assert main(["ingest", "--home", str(tmp_path)]) == 2
+    assert "--bootstrap-server" in capsys.readouterr().err
