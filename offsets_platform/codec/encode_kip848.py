@@ -1,0 +1,197 @@
+"""Builders for the KIP-848 consumer group records (key types 3-8, flexible values v0).
+
+Like Kafka, tagged fields at their default are left out; ``tagged`` arguments (tag -> raw
+bytes) add fields this code does not know, as a newer broker would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from .encode_wire import (array, bytes_field, int8, int16, int32, int64, string, tagged_fields, topic_partition_items,
+                          uuid_bytes, uvarint)
+from .kip848 import MEMBER_KEY_TYPES
+
+__all__ = [
+    "consumer_group_current_member_assignment_key", "consumer_group_current_member_assignment_value",
+    "consumer_group_key", "consumer_group_member_metadata_key", "consumer_group_member_metadata_value",
+    "consumer_group_metadata_key", "consumer_group_metadata_value", "consumer_group_partition_metadata_key",
+    "consumer_group_partition_metadata_value", "consumer_group_target_assignment_member_key",
+    "consumer_group_target_assignment_member_value", "consumer_group_target_assignment_metadata_key",
+    "consumer_group_target_assignment_metadata_value",
+]
+
+
+def consumer_group_key(key_type: int, group: str, member_id: str | None = None) -> bytes:
+    """Build a KIP-848 key.
+
+    Args:
+        key_type: 3-8; types 3, 4 and 6 carry the group only, 5, 7 and 8 also a member id.
+        group: Group id.
+        member_id: Member id (types 5, 7, 8).
+
+    Returns:
+        The key bytes.
+    """
+    out = int16(key_type) + string(group)
+    return out + string(member_id) if key_type in MEMBER_KEY_TYPES else out
+
+
+def consumer_group_metadata_key(group: str) -> bytes:
+    """Key type 3."""
+    return consumer_group_key(3, group)
+
+
+def consumer_group_partition_metadata_key(group: str) -> bytes:
+    """Key type 4."""
+    return consumer_group_key(4, group)
+
+
+def consumer_group_member_metadata_key(group: str, member_id: str) -> bytes:
+    """Key type 5."""
+    return consumer_group_key(5, group, member_id)
+
+
+def consumer_group_target_assignment_metadata_key(group: str) -> bytes:
+    """Key type 6."""
+    return consumer_group_key(6, group)
+
+
+def consumer_group_target_assignment_member_key(group: str, member_id: str) -> bytes:
+    """Key type 7."""
+    return consumer_group_key(7, group, member_id)
+
+
+def consumer_group_current_member_assignment_key(group: str, member_id: str) -> bytes:
+    """Key type 8."""
+    return consumer_group_key(8, group, member_id)
+
+
+def consumer_group_metadata_value(epoch: int, metadata_hash: int = 0, creation_time_ms: int | None = -1,
+                                  tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """ConsumerGroupMetadataValue v0.
+
+    Args:
+        epoch: Group epoch.
+        metadata_hash: Hash of the subscribed topics' metadata (tag 0; written when not 0).
+        creation_time_ms: Group creation time (tag 1; written when not -1 or None).
+        tagged: Extra tagged fields.
+
+    Returns:
+        The value bytes; like Kafka, tagged fields at their default are left out.
+    """
+    fields = dict(tagged or {})
+    if metadata_hash != 0:
+        fields[0] = int64(metadata_hash)
+    if creation_time_ms not in (None, -1):
+        fields[1] = int64(creation_time_ms)
+    return int16(0) + int32(epoch) + tagged_fields(fields)
+
+
+def consumer_group_partition_metadata_value(topics: Iterable[Mapping],
+                                            tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """ConsumerGroupPartitionMetadataValue v0.
+
+    Args:
+        topics: Dicts with topic_id, topic_name, num_partitions and optional
+            partition_metadata [{"partition", "racks"}].
+        tagged: Extra top-level tagged fields.
+
+    Returns:
+        The value bytes.
+    """
+    def rack(p):
+        return int32(p["partition"]) + array(p["racks"], lambda r: string(r, True), True) + tagged_fields()
+
+    def topic(t):
+        return (uuid_bytes(t["topic_id"]) + string(t["topic_name"], True) + int32(t["num_partitions"])
+                + array(t.get("partition_metadata") or [], rack, True) + tagged_fields())
+    return int16(0) + array(topics, topic, True) + tagged_fields(tagged)
+
+
+def _classic_member_metadata(classic: Mapping) -> bytes:
+    def protocol(p):
+        return string(p["name"], True) + bytes_field(p["metadata"], True) + tagged_fields()
+    body = int32(classic["session_timeout_ms"]) + array(classic["supported_protocols"], protocol, True)
+    # Tagged nullable struct: varint 1 marks it present, before the struct itself.
+    return uvarint(1) + body + tagged_fields()
+
+
+def consumer_group_member_metadata_value(client_id: str, client_host: str, subscribed_topic_names: Iterable[str],
+                                         rebalance_timeout_ms: int = -1, instance_id: str | None = None,
+                                         rack_id: str | None = None, subscribed_topic_regex: str | None = None,
+                                         server_assignor: str | None = None,
+                                         classic_member_metadata: Mapping | None = None,
+                                         tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """ConsumerGroupMemberMetadataValue v0.
+
+    Args:
+        classic_member_metadata: None, or {"session_timeout_ms", "supported_protocols":
+            [{"name", "metadata"}]} for a member still on the classic protocol (tag 0).
+        Other arguments: the schema fields of the same names.
+
+    Returns:
+        The value bytes.
+    """
+    fields = dict(tagged or {})
+    if classic_member_metadata is not None:
+        fields[0] = _classic_member_metadata(classic_member_metadata)
+    return (int16(0) + string(instance_id, True) + string(rack_id, True) + string(client_id, True)
+            + string(client_host, True) + array(subscribed_topic_names, lambda t: string(t, True), True)
+            + string(subscribed_topic_regex, True) + int32(rebalance_timeout_ms)
+            + string(server_assignor, True) + tagged_fields(fields))
+
+
+def consumer_group_target_assignment_metadata_value(assignment_epoch: int,
+                                                    tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """ConsumerGroupTargetAssignmentMetadataValue v0.
+
+    Args:
+        assignment_epoch: Epoch of the target assignment.
+        tagged: Extra tagged fields.
+
+    Returns:
+        The value bytes.
+    """
+    return int16(0) + int32(assignment_epoch) + tagged_fields(tagged)
+
+
+def _topic_id_partitions(partitions) -> bytes:
+    def item(tp):
+        return uuid_bytes(tp[0]) + array(tp[1], int32, True) + tagged_fields()
+    return array(topic_partition_items(partitions, "topic_id"), item, True)
+
+
+def consumer_group_target_assignment_member_value(topic_partitions,
+                                                  tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """ConsumerGroupTargetAssignmentMemberValue v0.
+
+    Args:
+        topic_partitions: {topic_id: [partitions]} or [{"topic_id", "partitions"}].
+        tagged: Extra tagged fields.
+
+    Returns:
+        The value bytes.
+    """
+    return int16(0) + _topic_id_partitions(topic_partitions) + tagged_fields(tagged)
+
+
+def consumer_group_current_member_assignment_value(member_epoch: int, previous_member_epoch: int, state: int,
+                                                   assigned_partitions, partitions_pending_revocation=(),
+                                                   tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """ConsumerGroupCurrentMemberAssignmentValue v0.
+
+    Args:
+        member_epoch: Current member epoch.
+        previous_member_epoch: Epoch before the last bump.
+        state: MemberState code (int8).
+        assigned_partitions: {topic_id: [partitions]} or [{"topic_id", "partitions"}].
+        partitions_pending_revocation: Same form.
+        tagged: Extra tagged fields.
+
+    Returns:
+        The value bytes.
+    """
+    return (int16(0) + int32(member_epoch) + int32(previous_member_epoch) + int8(state)
+            + _topic_id_partitions(assigned_partitions) + _topic_id_partitions(partitions_pending_revocation)
+            + tagged_fields(tagged))
