@@ -18,7 +18,7 @@ demo: $(INSTALLED)  ## the main job on the embedded broker
 test: $(INSTALLED)  ## the whole test suite
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest
 
-bench: $(INSTALLED)  ## decode and ingest speed, side by side (writes benchmarks/results.json)
+bench: $(INSTALLED)  ## decode and ingest speed and memory, side by side (writes benchmarks/results/)
 	$(BIN)/python benchmarks/ingest_bench.py
 
 validate: $(INSTALLED)  ## check the Dagster definitions load

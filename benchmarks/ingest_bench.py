@@ -1,36 +1,39 @@
-"""Decode and ingest speed, measured side by side in one run.
+"""Decode and ingest speed and memory, measured side by side in one run.
 
-Reports medians over repeats of: (1) a naive per-record decode (`decode_record` in a loop),
-(2) the vectorised `decode_batch`, (3) raw consumption of `__consumer_offsets` with
-confluent-kafka and no decoding (the client ceiling on this machine), (4) broker-to-bronze
-ingest (`ingest_offsets_topic`), and the peak memory of ingest at two topic sizes.
+Reports medians over repeats of:
+  1. naive per-record decode (`decode_record` in a loop) and the vectorised `decode_batch`;
+  2. decode + bronze writes of generated batches without a broker, in a child process, with
+     its peak resident memory at two sizes (everything the project controls);
+  3. raw consumption of `__consumer_offsets` with confluent-kafka and no decoding (the client
+     ceiling on this machine) and broker-to-bronze ingest (`ingest_offsets_topic`), each in a
+     fresh child process, alternating, with the child's peak resident memory, at two topic
+     sizes, so that memory growth with topic size is visible.
 
-    .venv/bin/python benchmarks/ingest_bench.py [--records 1000000] [--repeats 3]
+    .venv/bin/python benchmarks/ingest_bench.py [--records 2000000] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import psutil
-import pyarrow as pa
-from confluent_kafka import Consumer, TopicPartition
-
 from offsets_platform.codec import decode_batch, decode_record
-from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.kafka.embedded import EmbeddedBroker
-from offsets_platform.lake import Lake
-from offsets_platform.settings import KafkaConnection
 from offsets_platform.workload.coordinator_history import default_start_ms, generate, generate_batches
 from offsets_platform.workload.produce import produce_records
 
 OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def median_rate(records: int, seconds: list[float]) -> float:
+    return records / statistics.median(seconds)
 
 
 def timed(function) -> float:
@@ -39,114 +42,130 @@ def timed(function) -> float:
     return time.perf_counter() - started
 
 
-def median_rate(records: int, seconds: list[float]) -> float:
-    return records / statistics.median(seconds)
-
-
-def naive_decode(batches: list[pa.Table], sample: int) -> int:
-    keys = batches[0]["key"].to_pylist()[:sample]
-    values = batches[0]["value"].to_pylist()[:sample]
+def naive_decode(keys: list, values: list) -> None:
     for key, value in zip(keys, values):
         try:
             decode_record(key, value)
         except ValueError:
             pass
-    return len(keys)
 
 
-def raw_consume(bootstrap: str, expected: int) -> None:
-    """Consume everything without decoding: the ceiling any ingest on this client can reach."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-raw", "enable.auto.commit": False,
-                         "isolation.level": "read_committed", "fetch.max.bytes": 64 * 1024 * 1024,
-                         "max.partition.fetch.bytes": 8 * 1024 * 1024, "queued.min.messages": 500_000})
-    consumer.assign([TopicPartition(OFFSETS_TOPIC, p, 0) for p in range(50)])
-    seen = 0
-    while seen < expected:
-        seen += len(consumer.consume(num_messages=100_000, timeout=1.0))
-    consumer.close()
+def measure_decode(records: int, repeats: int, start_ms: int) -> dict:
+    batches = list(generate_batches(seed=7, records=records, batch_size=100_000, start_ms=start_ms))
+    keys, values = batches[0]["key"].to_pylist(), batches[0]["value"].to_pylist()
+    naive = [timed(lambda: naive_decode(keys, values)) for _ in range(repeats)]
+    vectorised = [timed(lambda: [decode_batch(b["key"], b["value"]) for b in batches]) for _ in range(repeats)]
+    return {"naive_decode_records_per_s": median_rate(len(keys), naive),
+            "vectorised_decode_records_per_s": median_rate(records, vectorised)}
 
 
-class PeakMemory:
-    """Samples this process's resident memory every 20 ms while active."""
+def child(mode: str, bootstrap: str, lake_root: str, records: int) -> None:
+    """Run in a fresh process: consume or ingest everything, print seconds and peak memory."""
+    if mode == "write":
+        seconds = write_without_broker(lake_root, records)
+    elif mode == "raw":
+        from confluent_kafka import Consumer, TopicPartition
 
-    def __enter__(self) -> "PeakMemory":
-        self.process = psutil.Process()
-        self.baseline = self.process.memory_info().rss
-        self.peak = self.baseline
-        self._running = True
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-raw", "enable.auto.commit": False,
+                             "isolation.level": "read_committed", "fetch.max.bytes": 64 * 1024 * 1024})
+        consumer.assign([TopicPartition(OFFSETS_TOPIC, p, 0) for p in range(50)])
+        started, seen = time.perf_counter(), 0
+        while seen < records:
+            seen += len(consumer.consume(num_messages=100_000, timeout=1.0))
+        seconds = time.perf_counter() - started
+    else:
+        from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
+        from offsets_platform.lake import Lake
+        from offsets_platform.settings import KafkaConnection
 
-    def _sample(self) -> None:
-        while self._running:
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(0.02)
+        result = ingest_offsets_topic(KafkaConnection(bootstrap), Lake(lake_root), emit=lambda line: None)
+        assert result.records_read == records, result.records_read
+        seconds = result.seconds
+    print(json.dumps({"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
-    def __exit__(self, *exc_info) -> None:
-        self._running = False
-        self._thread.join()
 
-    @property
-    def growth_mb(self) -> float:
-        return (self.peak - self.baseline) / 2**20
+def write_without_broker(lake_root: str, records: int) -> float:
+    """Decode and append generated batches to bronze exactly as ingest does, with no Kafka in
+    the way: the memory of everything the project controls."""
+    from datetime import datetime, timezone
+
+    import numpy as np
+    import pyarrow as pa
+
+    from offsets_platform.ingest.offsets_topic import IngestResult, write_batch
+    from offsets_platform.kafka.offsets_topic import RAW_SCHEMA
+    from offsets_platform.lake import Lake
+    from offsets_platform.lake.tables import RECORD_TABLES
+
+    lake, result, started = Lake(lake_root), IngestResult(run_id="bench"), datetime.now(timezone.utc)
+    next_offset = np.zeros(50, np.int64)
+    seconds = 0.0
+    for batch in generate_batches(seed=7, records=records, batch_size=250_000):
+        partitions = batch["partition"].to_numpy()
+        offsets = np.empty(len(partitions), np.int64)
+        for partition in np.unique(partitions):  # consecutive offsets per partition, as a log has
+            rows = np.flatnonzero(partitions == partition)
+            offsets[rows] = next_offset[partition] + np.arange(len(rows))
+            next_offset[partition] += len(rows)
+        raw = pa.table([batch["partition"], pa.array(offsets), batch["timestamp"], batch["key"], batch["value"]],
+                       schema=RAW_SCHEMA)
+        seconds += timed(lambda: write_batch(lake, raw, result, started, {name: {} for name in RECORD_TABLES}))
+    return seconds  # the write path only, not the generator
+
+
+def run_child(mode: str, bootstrap: str, lake_root: Path, records: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", mode, bootstrap, str(lake_root), str(records)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_broker(records: int, repeats: int, start_ms: int) -> dict:
+    with tempfile.TemporaryDirectory() as scratch, EmbeddedBroker(Path(scratch) / "broker") as broker:
+        produce_records(broker.bootstrap_servers, generate(seed=7, records=records, start_ms=start_ms))
+        runs: dict[str, list[dict]] = {"raw": [], "ingest": []}
+        for repeat in range(repeats):
+            for mode in runs:  # alternating, so both see the same machine
+                runs[mode].append(run_child(mode, broker.bootstrap_servers, Path(scratch) / f"lake-{repeat}", records))
+    raw = median_rate(records, [r["seconds"] for r in runs["raw"]])
+    ingest = median_rate(records, [r["seconds"] for r in runs["ingest"]])
+    return {"records": records, "raw_consume_records_per_s": raw, "ingest_records_per_s": ingest,
+            "ingest_vs_raw_consume": ingest / raw,
+            "raw_consume_peak_mb": statistics.median(r["peak_mb"] for r in runs["raw"]),
+            "ingest_peak_mb": statistics.median(r["peak_mb"] for r in runs["ingest"])}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default="benchmarks/results/ingest.json")
+    parser.add_argument("--child", nargs=4, metavar=("MODE", "BOOTSTRAP", "LAKE", "RECORDS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    records, repeats = args.records, args.repeats
+    if args.child:
+        mode, bootstrap, lake_root, records = args.child
+        child(mode, bootstrap, lake_root, int(records))
+        return
 
-    print(f"generating {records:,} coordinator records")
-    start_ms = default_start_ms()  # one start, so the decoded and the produced records are the same
-    batches = list(generate_batches(seed=7, records=records, batch_size=100_000, start_ms=start_ms))
-    results: dict[str, object] = {"records": records, "repeats": repeats}
-
-    sample = min(100_000, batches[0].num_rows)
-    naive = [timed(lambda: naive_decode(batches, sample)) for _ in range(repeats)]
-    results["naive_decode_records_per_s"] = median_rate(sample, naive)
-    vectorised = [timed(lambda: [decode_batch(b["key"], b["value"]) for b in batches]) for _ in range(repeats)]
-    results["vectorised_decode_records_per_s"] = median_rate(records, vectorised)
-    print(f"decode: naive {results['naive_decode_records_per_s']:,.0f}/s, "
-          f"vectorised {results['vectorised_decode_records_per_s']:,.0f}/s")
-
-    with tempfile.TemporaryDirectory() as scratch, EmbeddedBroker(Path(scratch) / "broker") as broker:
-        results["produce_seconds"] = timed(lambda: produce_records(
-            broker.bootstrap_servers, generate(seed=7, records=records, start_ms=start_ms)))
-        print(f"produced {records:,} records in {results['produce_seconds']:.1f} s")
-        raw = [timed(lambda: raw_consume(broker.bootstrap_servers, records)) for _ in range(repeats)]
-        results["raw_consume_records_per_s"] = median_rate(records, raw)
-        connection = KafkaConnection(bootstrap_servers=broker.bootstrap_servers)
-        ingest_seconds, peaks = [], []
-        for repeat in range(repeats):
-            lake = Lake(Path(scratch) / f"lake-{repeat}")
-            with PeakMemory() as memory:
-                result = ingest_offsets_topic(connection, lake, emit=lambda line: None)
-            assert result.records_read == records, result.records_read
-            ingest_seconds.append(result.seconds)
-            peaks.append(memory.growth_mb)
-        results["ingest_records_per_s"] = median_rate(records, ingest_seconds)
-        results["ingest_peak_memory_growth_mb"] = statistics.median(peaks)
-        results["ingest_vs_raw_consume"] = results["ingest_records_per_s"] / results["raw_consume_records_per_s"]
-        print(f"raw consume {results['raw_consume_records_per_s']:,.0f}/s, ingest "
-              f"{results['ingest_records_per_s']:,.0f}/s ({results['ingest_vs_raw_consume']:.0%} of raw), "
-              f"ingest peak memory growth {results['ingest_peak_memory_growth_mb']:.0f} MB")
-
-    # Memory must not grow with topic size: ingest a quarter of the records and compare.
-    quarter_records = records // 4
-    with tempfile.TemporaryDirectory() as scratch, EmbeddedBroker(Path(scratch) / "broker") as broker:
-        produce_records(broker.bootstrap_servers, generate(seed=7, records=quarter_records, start_ms=start_ms))
-        with PeakMemory() as memory:
-            ingest_offsets_topic(KafkaConnection(bootstrap_servers=broker.bootstrap_servers),
-                                 Lake(Path(scratch) / "lake"), emit=lambda line: None)
-    results["ingest_peak_memory_growth_mb_quarter"] = memory.growth_mb
-    results["quarter_records"] = quarter_records
-    print(f"ingest peak memory growth: {memory.growth_mb:.0f} MB for {quarter_records:,} records, "
-          f"{results['ingest_peak_memory_growth_mb']:.0f} MB for {records:,}")
-
+    start_ms = default_start_ms()  # one start, so every measurement sees the same records
+    results: dict = {"repeats": args.repeats, "decode": measure_decode(min(args.records, 1_000_000), args.repeats, start_ms)}
+    print(f"decode: naive {results['decode']['naive_decode_records_per_s']:,.0f} records/s, "
+          f"vectorised {results['decode']['vectorised_decode_records_per_s']:,.0f} records/s")
+    results["write_without_broker"] = []
+    for records in (args.records // 4, args.records):
+        with tempfile.TemporaryDirectory() as scratch:
+            runs = [run_child("write", "-", Path(scratch) / f"lake-{r}", records) for r in range(args.repeats)]
+        measured = {"records": records, "records_per_s": median_rate(records, [r["seconds"] for r in runs]),
+                    "peak_mb": statistics.median(r["peak_mb"] for r in runs)}
+        results["write_without_broker"].append(measured)
+        print(f"{records:>10,} records: decode + bronze writes without a broker {measured['records_per_s']:,.0f}/s "
+              f"(peak {measured['peak_mb']:.0f} MB)")
+    results["broker"] = []
+    for records in (args.records // 4, args.records):
+        measured = measure_broker(records, args.repeats, start_ms)
+        results["broker"].append(measured)
+        print(f"{records:>10,} records: raw consume {measured['raw_consume_records_per_s']:,.0f}/s "
+              f"(peak {measured['raw_consume_peak_mb']:.0f} MB), ingest {measured['ingest_records_per_s']:,.0f}/s "
+              f"(peak {measured['ingest_peak_mb']:.0f} MB), ingest/raw {measured['ingest_vs_raw_consume']:.0%}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))

@@ -22,7 +22,7 @@ from offsets_platform.codec import decode_batch
 from offsets_platform.ingest.progress import Progress
 from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.lake import Lake
-from offsets_platform.lake.tables import RECORD_TABLES
+from offsets_platform.lake.tables import RECORD_TABLES, UTC_MICROS
 from offsets_platform.settings import KafkaConnection
 
 CHECKPOINTS = "offsets_topic_checkpoints"
@@ -65,7 +65,7 @@ def ingest_offsets_topic(
     connection: KafkaConnection,
     lake: Lake,
     *,
-    batch_records: int = 500_000,
+    batch_records: int = 250_000,
     emit: Callable[[str], None] = print,
     after_write: Callable[[str], None] | None = None,
 ) -> IngestResult:
@@ -94,22 +94,37 @@ def ingest_offsets_topic(
         result.resumed_from, result.end_offsets = plan.start, plan.end
         progress = Progress("ingest __consumer_offsets", plan.records_behind, emit)
         for raw in reader.read(plan):
-            tables = bronze_tables(raw, result.run_id, started)
-            for name in RECORD_TABLES:
-                rows = _not_yet_written(tables[name], already[name])
-                if rows.num_rows:
-                    lake.append(name, rows)
-                    result.rows_written[name] += rows.num_rows
-                if after_write:
-                    after_write(name)
-            lake.append(CHECKPOINTS, checkpoint_rows(raw, result.run_id))
-            if after_write:
-                after_write(CHECKPOINTS)
-            result.records_read += raw.num_rows
+            write_batch(lake, raw, result, started, already, after_write)
             progress.advance(raw.num_rows)
     progress.finish()
     result.seconds = (datetime.now(timezone.utc) - started).total_seconds()
     return result
+
+
+def write_batch(lake: Lake, raw: pa.Table, result: IngestResult, started: datetime,
+                already: dict[str, dict[int, int]], after_write: Callable[[str], None] | None = None) -> None:
+    """Decode one raw batch and append it to every bronze table, then checkpoint it.
+
+    Args:
+        lake: where the bronze tables live.
+        raw: records as read (OffsetsTopicReader's RAW_SCHEMA).
+        result: the run's counters, updated in place.
+        started: the run's start, stored as `ingested_at`.
+        already: per table, partition -> highest source offset it held when the run started.
+        after_write: called with a table name after each Delta commit.
+    """
+    tables = bronze_tables(raw, result.run_id, started)
+    for name in RECORD_TABLES:
+        rows = _not_yet_written(tables[name], already[name])
+        if rows.num_rows:
+            lake.append(name, rows)
+            result.rows_written[name] += rows.num_rows
+        if after_write:
+            after_write(name)
+    lake.append(CHECKPOINTS, checkpoint_rows(raw, result.run_id))
+    if after_write:
+        after_write(CHECKPOINTS)
+    result.records_read += raw.num_rows
 
 
 def bronze_tables(raw: pa.Table, run_id: str, ingested_at: datetime) -> dict[str, pa.Table]:
@@ -127,8 +142,8 @@ def bronze_tables(raw: pa.Table, run_id: str, ingested_at: datetime) -> dict[str
     for name, part in parts.items():
         rows = part["row"]
         table = source.take(rows)
-        table = table.append_column("ingest_run_id", pa.array([run_id] * len(part), pa.string()))
-        table = table.append_column("ingested_at", pa.array([ingested_at] * len(part), pa.timestamp("us", tz="UTC")))
+        table = table.append_column("ingest_run_id", pa.repeat(pa.scalar(run_id, pa.string()), len(part)))
+        table = table.append_column("ingested_at", pa.repeat(pa.scalar(ingested_at, UTC_MICROS), len(part)))
         for column in part.column_names:
             if column != "row":
                 table = table.append_column(column, part[column])
@@ -144,11 +159,11 @@ def checkpoint_rows(raw: pa.Table, run_id: str) -> pa.Table:
     grouped = raw.group_by("source_partition").aggregate([("source_offset", "max"), ("source_offset", "count")])
     count = grouped.num_rows
     return pa.table({
-        "ingest_run_id": pa.array([run_id] * count, pa.string()),
+        "ingest_run_id": pa.repeat(pa.scalar(run_id, pa.string()), count),
         "source_partition": grouped["source_partition"],
         "next_offset": pc.add(grouped["source_offset_max"], 1),
         "record_count": grouped["source_offset_count"],
-        "checkpointed_at": pa.array([datetime.now(timezone.utc)] * count, pa.timestamp("us", tz="UTC")),
+        "checkpointed_at": pa.repeat(pa.scalar(datetime.now(timezone.utc), UTC_MICROS), count),
     })
 
 

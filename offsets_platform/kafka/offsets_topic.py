@@ -46,7 +46,7 @@ class OffsetsTopicReader:
     so a transactional offset commit counts only once its COMMIT marker is written.
     """
 
-    def __init__(self, connection: KafkaConnection, batch_records: int = 500_000, topic: str = OFFSETS_TOPIC,
+    def __init__(self, connection: KafkaConnection, batch_records: int = 250_000, topic: str = OFFSETS_TOPIC,
                  timeout_s: float = 15.0):
         self.connection = connection
         self.batch_records = batch_records
@@ -76,6 +76,11 @@ class OffsetsTopicReader:
                 "auto.offset.reset": "earliest",
                 # Measured on the embedded broker: a larger fetch is the one setting that helps.
                 "fetch.max.bytes": 64 * 1024 * 1024,
+                # Bounds on what librdkafka prefetches. The embedded broker ignores fetch limits
+                # and sends a partition's whole remainder at once, so there the prefetch still
+                # grows with the topic; brokers that honour them stay within these.
+                "queued.max.messages.kbytes": 64 * 1024,
+                "queued.min.messages": 20_000,
             })
             self._consumer = Consumer(config)
         return self._consumer
