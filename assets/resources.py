@@ -9,6 +9,7 @@ after it. Secrets (the SASL password) are never logged or put in asset metadata.
 from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
+from dataclasses import fields
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -48,16 +49,9 @@ class KafkaResource(ConfigurableResource):
             yield self
 
     def _merge(self, from_env: KafkaConnection) -> KafkaConnection:
-        return KafkaConnection(
-            bootstrap_servers=self.bootstrap_servers or from_env.bootstrap_servers,
-            security_protocol=self.security_protocol or from_env.security_protocol,
-            sasl_mechanism=self.sasl_mechanism or from_env.sasl_mechanism,
-            sasl_username=self.sasl_username or from_env.sasl_username,
-            sasl_password=self.sasl_password or from_env.sasl_password,
-            ssl_cafile=self.ssl_cafile or from_env.ssl_cafile,
-            ssl_certfile=self.ssl_certfile or from_env.ssl_certfile,
-            ssl_keyfile=self.ssl_keyfile or from_env.ssl_keyfile,
-        )
+        """This resource's fields where set, the environment's settings elsewhere."""
+        return KafkaConnection(**{field.name: getattr(self, field.name) or getattr(from_env, field.name)
+                                  for field in fields(KafkaConnection)})
 
     def connection(self) -> KafkaConnection:
         """The resolved connection (inside a run)."""

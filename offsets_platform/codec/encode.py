@@ -13,29 +13,9 @@ Wire primitives live in ``encode_wire``, the classic records and consumer protoc
 
 from __future__ import annotations
 
-from .encode_classic import (consumer_assignment, consumer_subscription, group_metadata_key, group_metadata_value,
-                             offset_commit_key, offset_commit_value)
-from .encode_kip848 import (consumer_group_current_member_assignment_key,
-                            consumer_group_current_member_assignment_value, consumer_group_key,
-                            consumer_group_member_metadata_key, consumer_group_member_metadata_value,
-                            consumer_group_metadata_key, consumer_group_metadata_value,
-                            consumer_group_partition_metadata_key, consumer_group_partition_metadata_value,
-                            consumer_group_target_assignment_member_key, consumer_group_target_assignment_member_value,
-                            consumer_group_target_assignment_metadata_key,
-                            consumer_group_target_assignment_metadata_value)
-from .encode_wire import array, bytes_field, int8, int16, int32, int64, string, tagged_fields, uuid_bytes, uvarint
+from . import encode_classic, encode_kip848, encode_wire
+from .encode_classic import *  # noqa: F403  (each submodule's __all__ is its public part)
+from .encode_kip848 import *  # noqa: F403
+from .encode_wire import *  # noqa: F403
 
-__all__ = [
-    # wire primitives
-    "array", "bytes_field", "int8", "int16", "int32", "int64", "string", "tagged_fields", "uuid_bytes", "uvarint",
-    # classic records and consumer protocol payloads
-    "consumer_assignment", "consumer_subscription", "group_metadata_key", "group_metadata_value",
-    "offset_commit_key", "offset_commit_value",
-    # KIP-848 records
-    "consumer_group_current_member_assignment_key", "consumer_group_current_member_assignment_value",
-    "consumer_group_key", "consumer_group_member_metadata_key", "consumer_group_member_metadata_value",
-    "consumer_group_metadata_key", "consumer_group_metadata_value", "consumer_group_partition_metadata_key",
-    "consumer_group_partition_metadata_value", "consumer_group_target_assignment_member_key",
-    "consumer_group_target_assignment_member_value", "consumer_group_target_assignment_metadata_key",
-    "consumer_group_target_assignment_metadata_value",
-]
+__all__ = [*encode_wire.__all__, *encode_classic.__all__, *encode_kip848.__all__]

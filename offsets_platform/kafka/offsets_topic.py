@@ -125,8 +125,7 @@ class OffsetsTopicReader:
                 raise BrokerUnreachable(self.connection.bootstrap_servers,
                                         f"no records for {self.timeout_s:.0f} s while {len(pending)} "
                                         f"partitions of {self.topic} were still behind")
-            errors = list(filter(None, map(Message.error, messages)))
-            if errors:
+            if any(map(Message.error, messages)):  # end-of-partition events, rarely errors
                 messages = self._drop_events(messages, pending)
             if messages:
                 chunk = _to_arrow(messages)

@@ -68,3 +68,14 @@ def test_without_a_bootstrap_address_the_run_uses_and_stops_the_embedded_broker(
     assert (tmp_path / "home" / "broker" / "noida-db.log").exists()
     assert Lake(tmp_path / "home" / "lake").exists("offsets_topic_checkpoints")
     assert brokers() == set(), "the embedded broker must be stopped after the run"
+
+
+def test_resource_fields_override_the_environment_field_by_field(monkeypatch):
+    from assets.resources import KafkaResource
+
+    monkeypatch.setenv("OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", "from-env:9092")
+    monkeypatch.setenv("OFFSETS_PLATFORM_SASL_USERNAME", "env-user")
+    connection = KafkaResource(sasl_mechanism="PLAIN", sasl_password="pw").connection()
+    assert (connection.bootstrap_servers, connection.sasl_mechanism, connection.sasl_username) == (
+        "from-env:9092", "PLAIN", "env-user")
+    assert connection.security_protocol == "PLAINTEXT"
