@@ -111,6 +111,77 @@ _SPECS = [
     ),
 ]
 
+# Admin-API snapshots: every row carries the snapshot it belongs to. A call that failed for one
+# group or topic is a row in `snapshot_errors`, and the other groups and topics are still there.
+SNAPSHOT_FIELDS = [
+    pa.field("snapshot_id", pa.string(), nullable=False),
+    pa.field("snapshot_at", UTC_MICROS, nullable=False),
+]
+TOPIC_PARTITIONS = pa.list_(pa.struct([("topic", pa.string()), ("partitions", pa.list_(pa.int32()))]))
+
+
+def _snapshot_spec(name: str, fields: list[pa.Field], keys: tuple[str, ...], description: str) -> TableSpec:
+    return TableSpec(name=name, layer="bronze", schema=pa.schema(SNAPSHOT_FIELDS + fields),
+                     keys=("snapshot_id",) + keys, description=description)
+
+
+_SPECS += [
+    _snapshot_spec("group_snapshots", [
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("state", pa.string()),  # as the broker reports it: Stable, Empty, PreparingRebalance, ...
+        pa.field("protocol_type", pa.string()),
+        pa.field("protocol", pa.string()),
+        pa.field("member_count", pa.int32()),
+        pa.field("coordinator_id", pa.int32()),
+    ], ("group",), "One row per group per snapshot (ListGroups + DescribeGroups)."),
+    _snapshot_spec("group_member_snapshots", [
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("member_id", pa.string(), nullable=False),
+        pa.field("group_instance_id", pa.string()),
+        pa.field("client_id", pa.string()),
+        pa.field("client_host", pa.string()),
+        pa.field("subscribed_topics", pa.list_(pa.string())),  # null unless the consumer protocol
+        pa.field("assigned_partitions", TOPIC_PARTITIONS),
+        pa.field("subscription_bytes", pa.binary()),
+        pa.field("assignment_bytes", pa.binary()),
+    ], ("group", "member_id"), "One row per group member per snapshot, subscription and assignment decoded."),
+    _snapshot_spec("committed_offset_snapshots", [
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("committed_offset", pa.int64()),
+        pa.field("leader_epoch", pa.int32()),
+        pa.field("metadata", pa.string()),
+    ], ("group", "topic", "partition"),
+        "One row per group and partition with a committed offset per snapshot (OffsetFetch of all partitions, KIP-88)."),
+    _snapshot_spec("log_offset_snapshots", [
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("log_start_offset", pa.int64()),
+        pa.field("log_end_offset", pa.int64()),
+    ], ("topic", "partition"), "One row per topic partition per snapshot (ListOffsets earliest and latest)."),
+    _snapshot_spec("topic_configs", [
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("retention_ms", pa.int64()),
+        pa.field("retention_bytes", pa.int64()),
+        pa.field("cleanup_policy", pa.string()),
+    ], ("topic",), "One row per topic per snapshot: retention.ms, retention.bytes, cleanup.policy."),
+    _snapshot_spec("broker_configs", [
+        pa.field("offsets_retention_minutes", pa.int64(), nullable=False),
+        pa.field("offsets_retention_source", pa.string(), nullable=False),  # 'broker' or 'fallback'
+    ], (), "One row per snapshot: the broker's offsets.retention.minutes, or the configured fallback."),
+    _snapshot_spec("snapshot_errors", [
+        pa.field("scope", pa.string(), nullable=False),  # 'group', 'topic' or 'broker'
+        pa.field("name", pa.string()),  # the group or topic; null for the broker
+        pa.field("operation", pa.string(), nullable=False),  # e.g. DescribeGroups, OffsetFetch
+        pa.field("error", pa.string(), nullable=False),  # Kafka's error name, e.g. GROUP_AUTHORIZATION_FAILED
+        pa.field("message", pa.string()),
+    ], ("scope", "name", "operation"), "One row per admin call that failed for one group or topic in a snapshot."),
+]
+
+SNAPSHOT_TABLES = ("group_snapshots", "group_member_snapshots", "committed_offset_snapshots",
+                   "log_offset_snapshots", "topic_configs", "broker_configs", "snapshot_errors")
+
 TABLES: dict[str, TableSpec] = {spec.name: spec for spec in _SPECS}
 
 # The bronze tables that hold decoded records, in the order ingest writes them.
