@@ -1,4 +1,7 @@
-"""A short human summary of what bronze holds, for the demo and the CLI."""
+"""A short human summary of what bronze holds, for the demo and the CLI.
+
+These are quick looks with delta-rs's SQL engine; the Spark SQL models own the real answers.
+"""
 
 from __future__ import annotations
 
@@ -42,4 +45,44 @@ def bronze_summary(lake: Lake) -> list[str]:
     (live,) = lake.query(_LIVE_OFFSETS, "offset_commit_records").to_pylist()
     lines.append(f"committed offsets still live (tombstones applied): {live['live_offsets']:,} "
                  f"in {live['groups_with_offsets']:,} groups")
+    return lines
+
+
+_LATEST_SNAPSHOT = "(select snapshot_id from group_snapshots order by snapshot_at desc limit 1)"
+
+_LIVE_STATES = f"""
+select state, count(*) as groups from group_snapshots
+where snapshot_id = {_LATEST_SNAPSHOT} group by state order by state
+"""
+
+# Lag per group and partition in the latest snapshot of both tables; a committed offset below
+# the log start means retention deleted messages the group never consumed (KIP-490).
+_LAG = f"""
+with offsets as (
+    select * from committed_offset_snapshots
+    where snapshot_id = (select snapshot_id from committed_offset_snapshots order by snapshot_at desc limit 1)
+), logs as (
+    select * from log_offset_snapshots
+    where snapshot_id = (select snapshot_id from log_offset_snapshots order by snapshot_at desc limit 1)
+)
+select o."group", sum(l.log_end_offset - o.committed_offset) as lag,
+       sum(case when o.committed_offset < l.log_start_offset
+                then l.log_start_offset - o.committed_offset else 0 end) as lost_to_retention
+from offsets o join logs l on o.topic = l.topic and o."partition" = l."partition"
+where o.committed_offset >= 0
+group by o."group" order by o."group"
+"""
+
+
+def snapshot_summary(lake: Lake) -> list[str]:
+    """Lines describing the latest admin-API snapshot: live group states, lag, retention loss."""
+    if not lake.exists("group_snapshots") or lake.count("group_snapshots") == 0:
+        return ["no admin-API snapshot yet"]
+    states = lake.query(_LIVE_STATES, "group_snapshots").to_pylist()
+    lines = ["live groups by state (latest snapshot): "
+             + ", ".join(f"{row['state']} {row['groups']}" for row in states)]
+    for row in lake.query(_LAG, "committed_offset_snapshots", "log_offset_snapshots").to_pylist():
+        lost = (f", {row['lost_to_retention']:,} messages deleted by retention before it consumed them"
+                if row["lost_to_retention"] else "")
+        lines.append(f"  {row['group']}: lag {row['lag']:,} messages{lost}")
     return lines

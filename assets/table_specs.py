@@ -1,0 +1,25 @@
+"""Dagster asset specs and metadata for the lake's registered tables."""
+
+from dagster import AssetSpec, MetadataValue, TableColumn, TableSchema
+
+from offsets_platform.lake import Lake, table_spec
+
+
+def table_asset_spec(name: str, group_name: str, kinds: set[str]) -> AssetSpec:
+    """An asset spec whose description and column schema come from the table registry."""
+    spec = table_spec(name)
+    return AssetSpec(
+        key=name,
+        group_name=group_name,
+        description=spec.description,
+        kinds={"delta", *kinds},
+        metadata={
+            "dagster/column_schema": TableSchema(columns=[TableColumn(f.name, str(f.type)) for f in spec.schema]),
+            "keys": ", ".join(spec.keys),
+        },
+    )
+
+
+def table_metadata(lake: Lake, name: str) -> dict:
+    """Row count and location of a table, for a materialization."""
+    return {"dagster/row_count": lake.count(name), "path": MetadataValue.path(str(lake.path(name)))}
