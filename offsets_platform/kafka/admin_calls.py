@@ -1,0 +1,217 @@
+"""kafka-python's admin client set up for snapshots: bounded timeouts, raw results, error rows.
+
+kafka-python 3.0.12 post-processes two responses in ways a snapshot cannot use: DescribeGroups
+replaces each member's subscription and assignment bytes with its own parse (the raw bytes are
+lost, and a parse failure is only logged), and DescribeConfigs drops each resource's error code.
+`SnapshotAdminClient` overrides those two post-processing hooks and nothing else, so routing,
+coordinator lookup and retries stay kafka-python's. The hooks are private: the pin matters.
+
+kafka-python's blocking calls wait for their IO thread without any timeout of their own, and at
+least one failure leaves them waiting forever: a request that cannot be encoded as the first one
+on a new connection (measured with a group id that is not valid UTF-8). So every call the
+snapshot makes has a deadline; past it the client is stopped, which fails the waiting call with
+KafkaConnectionError and so ends the snapshot as unreachable.
+
+Error policy: a call the broker answered with an error code, or that the client refused to send
+for one group or topic, becomes a `snapshot_errors` row and the snapshot goes on. A lost
+connection or a timeout is not per group: it ends the snapshot (see admin_snapshot).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Iterator, TypeVar
+
+import kafka.errors as Errors
+import pyarrow as pa
+from kafka.admin import KafkaAdminClient
+
+from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.lake.tables import SNAPSHOT_FIELDS, SNAPSHOT_TABLES, TABLES
+from offsets_platform.settings import KafkaConnection
+
+# The connection itself failed: retrying group after group would only repeat the timeout.
+CONNECTION_ERRORS = (Errors.KafkaConnectionError, Errors.KafkaTimeoutError, Errors.NodeNotReadyError)
+# One call failed for one group or topic: the broker's error code, or input the client refused.
+CALL_ERRORS = (Errors.KafkaError, ValueError)
+
+T = TypeVar("T")
+
+
+class SnapshotAdminClient(KafkaAdminClient):
+    """KafkaAdminClient whose DescribeGroups and DescribeConfigs results keep what a snapshot needs.
+
+    `describe_groups` returns {group_id: DescribedGroup} as the broker sent it (error_code,
+    group_state, protocol_type, protocol_data, members with raw member_metadata and
+    member_assignment bytes). `describe_configs` returns {(resource_type, name): ConfigResult}.
+    """
+
+    def __init__(self, *, call_deadline_s: float = 60.0, **configs):
+        self.call_deadline_s = call_deadline_s
+        self.timed_out = False
+        try:
+            super().__init__(**configs)
+        except BaseException:
+            # kafka-python started its IO thread before bootstrapping; do not leave it behind.
+            if hasattr(self, "_net"):
+                self._closed = False
+                self.close()
+            raise
+
+    def _describe_groups_process_response(self, response):
+        return {group.group_id: group for group in response.groups}
+
+    def _describe_configs_process_responses(self, responses, config_filter="modified"):
+        results = {}
+        for response in responses:
+            for result in response.results:
+                values = {config.name: config.value for config in result.configs}
+                results[(int(result.resource_type), result.resource_name)] = ConfigResult(
+                    result.error_code, result.error_message or None, values)
+        return results
+
+    def coordinator_of(self, group_id: str) -> int | None:
+        """The node id of the group's coordinator, as found by the last group call."""
+        node_id = self._manager.cluster.get_coordinator(group_id)
+        return node_id if isinstance(node_id, int) and node_id >= 0 else None
+
+    def broker_ids(self) -> list[int]:
+        """Node ids of the brokers in the cluster metadata, lowest first."""
+        return sorted(broker.node_id for broker in self._manager.cluster.brokers())
+
+    def _give_up(self) -> None:
+        self.timed_out = True
+        self._net.stop(timeout_ms=5000)
+
+
+def _with_deadline(method):
+    @functools.wraps(method)
+    def bounded(self: SnapshotAdminClient, *args, **kwargs):
+        timer = threading.Timer(self.call_deadline_s, self._give_up)
+        timer.daemon = True
+        timer.start()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            timer.cancel()
+    return bounded
+
+
+for _name in ("list_groups", "describe_groups", "list_group_offsets", "describe_topics",
+              "list_partition_offsets", "describe_configs"):
+    setattr(SnapshotAdminClient, _name, _with_deadline(getattr(SnapshotAdminClient, _name)))
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    """One DescribeConfigs resource: its error code (0 = none) and config name -> value."""
+
+    error_code: int
+    error_message: str | None
+    values: dict[str, str | None]
+
+
+@contextmanager
+def open_admin(connection: KafkaConnection, timeout_s: float,
+               request_timeout_s: float) -> Iterator[SnapshotAdminClient]:
+    """A connected SnapshotAdminClient, closed on exit.
+
+    Args:
+        connection: the cluster and its security settings.
+        timeout_s: how long bootstrapping (first metadata answer) may take.
+        request_timeout_s: how long any single request may wait for its answer; one admin call
+            (a few requests: coordinator lookup, then the call) may take three times that.
+
+    Raises:
+        BrokerUnreachable: the cluster accepted TCP but did not answer Kafka within `timeout_s`.
+    """
+    try:
+        admin = SnapshotAdminClient(**connection.kafka_python_config(),
+                                    call_deadline_s=3 * request_timeout_s,
+                                    client_id="offsets-platform-snapshot",
+                                    bootstrap_timeout_ms=int(timeout_s * 1000),
+                                    request_timeout_ms=int(request_timeout_s * 1000))
+    except CONNECTION_ERRORS as error:
+        raise BrokerUnreachable(connection.bootstrap_servers,
+                                f"no Kafka answer within {timeout_s:.0f} s ({error})") from error
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+# kafka-python keeps older names for four codes; these are the names in Kafka's Errors enum.
+_KAFKA_NAMES = {-1: "UNKNOWN_SERVER_ERROR", 6: "NOT_LEADER_OR_FOLLOWER", 10: "MESSAGE_TOO_LARGE",
+                17: "INVALID_TOPIC_EXCEPTION"}
+
+
+def error_name(error: BaseException | int) -> str:
+    """Kafka's name for a broker error (an error code or kafka-python's exception), e.g.
+    "GROUP_AUTHORIZATION_FAILED"; for an error raised on this side, the exception's class name."""
+    error_type = Errors.for_code(error) if isinstance(error, int) else type(error)
+    if not issubclass(error_type, Errors.BrokerResponseError):
+        return error_type.__name__
+    code = error_type.errno
+    if code in _KAFKA_NAMES:
+        return _KAFKA_NAMES[code]
+    if error_type.message == Errors.UnknownError.message:  # kafka-python's class for a code it does not know
+        return f"ERROR_CODE_{code}"
+    return error_type.message
+
+
+def sendable(rows: SnapshotRows, scope: str, name: str, operation: str) -> bool:
+    """Whether a group id or topic name given by the caller can be sent at all (valid UTF-8).
+
+    kafka-python would hang on one that cannot (see above), so it is refused here instead, as an
+    INVALID_GROUP_ID or INVALID_TOPIC_EXCEPTION error row.
+    """
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError as error:
+        code = Errors.InvalidGroupIdError.errno if scope == "group" else Errors.InvalidTopicError.errno
+        rows.error(scope, name, operation, code, f"not sent: the name is not valid UTF-8 ({error})")
+        return False
+
+
+@dataclass
+class SnapshotRows:
+    """Rows of every snapshot table, gathered before anything is written."""
+
+    tables: dict[str, list[dict]] = field(default_factory=lambda: {name: [] for name in SNAPSHOT_TABLES})
+
+    def add(self, table: str, **row) -> None:
+        expected = set(TABLES[table].schema.names) - {f.name for f in SNAPSHOT_FIELDS}
+        if set(row) != expected:
+            raise ValueError(f"{table} row has columns {sorted(row)}, expected {sorted(expected)}")
+        self.tables[table].append(row)
+
+    def error(self, scope: str, name: str | None, operation: str, error: BaseException | int | str,
+              message: str | None = None) -> None:
+        """Record one failed call (scope 'group', 'topic' or 'broker')."""
+        if name is not None:  # a name the client could not encode cannot be stored as UTF-8 either
+            name = name.encode("utf-8", "backslashreplace").decode("utf-8")
+        if message is None and isinstance(error, BaseException):
+            message = str(error)
+        self.add("snapshot_errors", scope=scope, name=name, operation=operation,
+                 error=error if isinstance(error, str) else error_name(error), message=message)
+
+    def guarded(self, scope: str, name: str | None, operation: str, call: Callable[..., T], *args) -> T | None:
+        """`call(*args)`, or None after recording the error if it failed for this group or topic."""
+        try:
+            return call(*args)
+        except CONNECTION_ERRORS:
+            raise
+        except CALL_ERRORS as error:
+            self.error(scope, name, operation, error)
+            return None
+
+    def to_arrow(self, snapshot_id: str, snapshot_at: datetime) -> dict[str, pa.Table]:
+        """One Arrow table per snapshot table, with the registered schema, every row stamped."""
+        stamp = {"snapshot_id": snapshot_id, "snapshot_at": snapshot_at}
+        return {name: pa.Table.from_pylist([{**stamp, **row} for row in rows], schema=TABLES[name].schema)
+                for name, rows in self.tables.items()}
