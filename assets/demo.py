@@ -1,13 +1,20 @@
 """`make demo`: the main job on the embedded default, start to finish, leaving nothing running.
 
-Starts a fresh embedded broker, writes a realistic history of coordinator records into its
-`__consumer_offsets`, runs the Dagster `refresh` job in process, writes more history, runs the
-job again (which reads only the new records), prints a summary and stops the broker.
+On a fresh embedded broker:
+1. a history of coordinator records is written into `__consumer_offsets` (the embedded broker
+   keeps that topic empty on its own, so this is what the log-based path reads), and the Dagster
+   `refresh` job runs in process: it ingests the history and takes an admin-API snapshot;
+2. the live workload starts: real producers and consumer groups (active, slow until retention
+   deletes what it never read, changed subscription, stopped, standalone, Connect); while it
+   runs, `refresh` runs every few seconds, so the snapshots show the cluster change;
+3. more history is written and a last `refresh` reads only what is new.
+Then it prints a summary, ends the live members and stops the broker.
 """
 
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 from itertools import islice
 from pathlib import Path
@@ -16,13 +23,49 @@ from dagster import DagsterInstance
 
 from offsets_platform.kafka.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
-from offsets_platform.summary import bronze_summary
+from offsets_platform.summary import bronze_summary, snapshot_summary
 from offsets_platform.workload.coordinator_history import generate
+from offsets_platform.workload.live import run_live_workload
 from offsets_platform.workload.produce import produce_records
 
+SECONDS_BETWEEN_REFRESHES = 3.0
 
-def run_demo(home: Path, records: int = 300_000, seed: int = 7) -> Lake:
-    """Run the demo under `home/demo` (recreated), print what happened, return the lake."""
+
+class _Background:
+    """Runs the live workload in a thread and hands back its result or its error."""
+
+    def __init__(self, bootstrap_servers: str, seed: int, scale: float):
+        self.result = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(bootstrap_servers, seed, scale), daemon=True)
+        self._thread.start()
+
+    def _run(self, bootstrap_servers: str, seed: int, scale: float) -> None:
+        try:
+            self.result = run_live_workload(bootstrap_servers, seed=seed, scale=scale)
+        except BaseException as error:  # re-raised in the demo's thread by finish()
+            self.error = error
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def finish(self):
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def run_demo(home: Path, records: int = 300_000, seed: int = 7, live_scale: float = 1.0) -> Lake:
+    """Run the demo under `home/demo` (recreated), print what happened, return the lake.
+
+    Args:
+        home: the folder whose `demo` subfolder holds the broker's data and the lake.
+        records: coordinator records to write into `__consumer_offsets`, in two rounds.
+        seed: seed of both workloads.
+        live_scale: message volume of the live workload (1.0 takes about 15 s).
+    """
     from assets.definitions import defs
 
     demo_home = home.absolute() / "demo"
@@ -31,9 +74,9 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7) -> Lake:
         shutil.rmtree(demo_home)
     lake = Lake(demo_home / "lake")
     job = defs.resolve_job_def("refresh")
-    first_round = records * 4 // 5
     history = generate(seed=seed, records=records)
-    with EmbeddedBroker(demo_home / "broker") as broker:
+    first_round = records * 4 // 5
+    with EmbeddedBroker(demo_home / "broker") as broker, DagsterInstance.ephemeral() as instance:
         print(f"embedded broker (noida-db) at {broker.bootstrap_servers}, data in {broker.data_dir}")
         run_config = {
             "resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
@@ -41,18 +84,51 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7) -> Lake:
             # Progress and results, without Dagster's step-by-step debug events.
             "loggers": {"console": {"config": {"log_level": "INFO"}}},
         }
-        with DagsterInstance.ephemeral() as instance:
-            for round_number, count in enumerate((first_round, records - first_round), start=1):
-                print(f"round {round_number}: writing {count:,} coordinator records into __consumer_offsets")
-                produce_records(broker.bootstrap_servers, islice(history, count), progress_every=50_000,
-                                progress=lambda done: print(f"  {done:,} of {count:,} records written"))
-                started = time.monotonic()
-                result = job.execute_in_process(run_config=run_config, instance=instance)
-                if not result.success:
-                    raise SystemExit(f"the refresh job failed in round {round_number}")
-                print(f"round {round_number}: refresh job done in {time.monotonic() - started:.1f} s")
-    print("\nsummary")
+
+        def refresh(label: str) -> None:
+            started = time.monotonic()
+            if not job.execute_in_process(run_config=run_config, instance=instance).success:
+                raise SystemExit(f"the refresh job failed ({label})")
+            print(f"{label}: refresh job done in {time.monotonic() - started:.1f} s")
+
+        def write_history(count: int) -> None:
+            print(f"writing {count:,} coordinator records into __consumer_offsets")
+            produce_records(broker.bootstrap_servers, islice(history, count), progress_every=100_000,
+                            progress=lambda done: print(f"  {done:,} of {count:,} records written"))
+
+        write_history(first_round)
+        refresh("cycle 1 (before the live workload)")
+        print("starting the live workload (real producers and consumer groups)")
+        live = _Background(broker.bootstrap_servers, seed, live_scale)
+        try:
+            cycle = 1
+            while live.running:
+                time.sleep(SECONDS_BETWEEN_REFRESHES)
+                cycle += 1
+                refresh(f"cycle {cycle} (snapshot while the live workload runs)")
+        finally:
+            workload = live.finish()  # waits for it; its own error, if any, is raised here
+        try:
+            write_history(records - first_round)
+            refresh("final cycle (after the live workload)")
+            _print_summary(lake, workload)
+        finally:
+            workload.stop()
+    print(f"\ntables are in {lake.root}; the live members and the embedded broker are stopped.")
+    return lake
+
+
+def _print_summary(lake: Lake, workload) -> None:
+    print("\nsummary: __consumer_offsets in bronze")
     for line in bronze_summary(lake):
         print("  " + line)
-    print(f"\ntables are in {lake.root}; the embedded broker is stopped.")
-    return lake
+    print("summary: the live cluster (admin-API snapshots)")
+    for line in snapshot_summary(lake):
+        print("  " + line)
+    print(f"  retention: {workload.retention_note}")
+    changed = workload.changed_subscription
+    print(f"  {changed['group']} left committed offsets on {changed['left_behind_topic']}, "
+          f"which it no longer reads")
+    for scenario, why in workload.not_exercised.items():
+        print(f"  not exercised: {scenario}: {why}")
+    print("  offset expiration, lag in time and cleanup plans come with the Spark SQL models")

@@ -1,0 +1,60 @@
+"""Retention during the run: watch it act, and stand in for it with DeleteRecords if it is too slow.
+
+noida-db applies retention.ms like Kafka, by whole segments, and checks about once a second:
+with retention.ms=3000 and segment.ms=1000 the log start follows the data about 4 s behind
+(measured; see the package docstring). A real Kafka checks every
+log.retention.check.interval.ms (5 minutes by default), too slow for a bounded run, so when the
+log start has not passed a group's committed offset within the wait, `RetentionWatch` moves it
+with DeleteRecords to the log end, as retention would once every message is older than
+retention.ms, and says so ("delete_records" instead of "retention.ms").
+"""
+
+from __future__ import annotations
+
+import time
+
+from kafka import TopicPartition
+from kafka.admin import KafkaAdminClient
+
+from .clients import log_offsets
+from .scenarios import TopicSpec
+
+RETENTION = "retention.ms"
+DELETE_RECORDS = "delete_records"
+
+
+class RetentionWatch:
+    def __init__(self, admin: KafkaAdminClient, topics: list[TopicSpec], started: float):
+        self.admin, self.topics, self.started = admin, topics, started
+        self.first_deletion_s: dict[str, float | None] = {spec.name: None for spec in topics}
+        """Seconds from the first produce until the topic's log start first moved."""
+
+    def check(self) -> None:
+        """Note when each watched topic's log start first moves past 0."""
+        for spec in self.topics:
+            if self.first_deletion_s[spec.name] is None:
+                start, _ = log_offsets(self.admin, spec.name, spec.partitions)
+                if any(offset > 0 for offset in start.values()):
+                    self.first_deletion_s[spec.name] = round(time.monotonic() - self.started, 2)
+
+    def wait_past(self, spec: TopicSpec, committed: dict[int, int], wait_s: float) -> str:
+        """Wait until the log start of some partition passes its committed offset.
+
+        Returns RETENTION if retention.ms did it within `wait_s`, else DELETE_RECORDS after
+        deleting, on every partition whose committed offset is below the log end, up to the end.
+        """
+        deadline = time.monotonic() + wait_s
+        while True:
+            self.check()
+            start, end = log_offsets(self.admin, spec.name, spec.partitions)
+            if any(start[p] > offset for p, offset in committed.items()):
+                return RETENTION
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
+        targets = {TopicPartition(spec.name, p): end[p] for p, offset in committed.items() if end[p] > offset}
+        if not targets:
+            raise RuntimeError(f"{spec.name}: committed offsets {committed} are at the log end {end}; "
+                               "nothing is left for retention to delete")
+        self.admin.delete_records(targets)
+        return DELETE_RECORDS

@@ -1,0 +1,251 @@
+"""The live workload against a real embedded broker (noida-db), checked with admin calls only.
+
+One run (seed 7, scale 1.0, members kept alive) serves the module; a second run on a fresh
+broker checks determinism and the keep_alive=False path. The stop test runs last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import threading
+import time
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer
+from confluent_kafka import TopicPartition as CTopicPartition
+from kafka import TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
+
+from offsets_platform.codec.consumer_protocol import decode_subscription
+from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.workload.live import describe_groups_raw, run_live_workload
+from offsets_platform.workload.live.clients import admin_client
+from offsets_platform.workload.live.messages import digest_update, plan
+from offsets_platform.workload.live.scenarios import GROUPS, TOPICS
+
+pytestmark = pytest.mark.integration
+
+
+def native_threads() -> list[str]:
+    """Names of this process's OS threads (librdkafka's are called rdk:main, rdk:broker1, ...)."""
+    names = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as comm:
+                names.append(comm.read().strip())
+        except FileNotFoundError:  # the thread ended between listdir and open
+            pass
+    return sorted(names)
+
+
+def settle_native_threads(expected: list[str], timeout_s: float = 5.0) -> None:
+    """A joined thread can outlive join() for a moment at the OS level; wait for that, no more."""
+    deadline = time.monotonic() + timeout_s
+    while (threads := native_threads()) != expected:
+        assert time.monotonic() < deadline, f"threads left: {threads} (before: {expected})"
+        time.sleep(0.05)
+
+
+def python_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate())
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def admin(broker):
+    client = admin_client(broker.bootstrap_servers, client_id="live-workload-test-admin")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def baseline(admin):
+    """Threads before the run (the test admin client's IO thread included)."""
+    return {"native": native_threads(), "python": python_threads()}
+
+
+@pytest.fixture(scope="module")
+def workload(broker, baseline):
+    lines: list[str] = []
+    started = time.monotonic()
+    result = run_live_workload(broker.bootstrap_servers, seed=7, scale=1.0, emit=lines.append)
+    result.emitted = lines
+    result.elapsed = time.monotonic() - started
+    yield result
+    result.stop()
+
+
+def offsets(admin, topic: str, spec: OffsetSpec) -> dict[int, int]:
+    tps = [TopicPartition(topic, p) for p in range(TOPICS[topic].partitions)]
+    return {tp.partition: o.offset for tp, o in admin.list_partition_offsets({tp: spec for tp in tps}).items()}
+
+
+def committed(admin, group: str) -> dict[tuple[str, int], int]:
+    return {(tp.topic, tp.partition): m.offset for tp, m in admin.list_group_offsets({group: None})[group].items()}
+
+
+def test_run_is_bounded_and_says_what_it_does(workload):
+    assert workload.elapsed < 60
+    assert any("re-subscribes" in line for line in workload.emitted)
+    assert workload.running and workload.keep_alive
+    assert workload.not_exercised == {}
+
+
+def test_topics_have_their_partitions_and_retention_configs(workload, admin):
+    resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in TOPICS]
+    described = admin.describe_configs(resources, config_filter="all")
+    for name, spec in TOPICS.items():
+        broker_configs = {k: v["value"] for k, v in described["topic"][name].items()}
+        assert broker_configs["retention.ms"] == str(spec.retention_ms) == workload.topics[name].configs["retention.ms"]
+        assert len(offsets(admin, name, OffsetSpec.LATEST)) == spec.partitions == workload.topics[name].partitions
+        assert spec.partitions >= 2
+    short = [t for t in workload.topics.values() if t.short_retention]
+    assert {t.name for t in short} == {"invoices", "search-clicks"}
+    assert all(t.configs["retention.ms"] == "3000" and t.configs["segment.ms"] == "1000" for t in short)
+
+
+def test_retention_deleted_messages_during_the_run(workload, admin):
+    assert workload.retention_mode in ("retention.ms", "delete_records")
+    assert workload.retention_mode in workload.retention_note
+    start = offsets(admin, "invoices", OffsetSpec.EARLIEST)
+    assert any(o > 0 for o in start.values())
+    if workload.retention_mode == "retention.ms":  # what noida-db does: real, fast retention
+        assert workload.topics["invoices"].first_deletion_s is not None
+
+
+def test_slow_group_committed_offset_is_below_the_log_start(workload, admin):
+    start = offsets(admin, "invoices", OffsetSpec.EARLIEST)
+    end = offsets(admin, "invoices", OffsetSpec.LATEST)
+    slow = committed(admin, "billing-slow")
+    assert slow and {t for t, _ in slow} == {"invoices"}
+    assert any(o < start[p] for (_, p), o in slow.items())
+    assert all(o < end[p] for (_, p), o in slow.items())
+    assert admin.describe_groups(["billing-slow"])["billing-slow"]["group_state"] == "Stable"
+    assert workload.groups["billing-slow"].expected_state == "Stable"
+
+
+def test_active_group_has_no_lag(workload, admin):
+    end = offsets(admin, "orders", OffsetSpec.LATEST)
+    assert committed(admin, "orders-active") == {("orders", p): o for p, o in end.items()}
+    assert all(o > 0 for o in end.values())
+    described = admin.describe_groups(["orders-active"])["orders-active"]
+    assert described["group_state"] == "Stable" and len(described["members"]) == 2
+    assert all(m["member_metadata"]["topics"] == ["orders"] for m in described["members"])
+
+
+def test_changed_subscription_group_keeps_offsets_on_the_topic_it_left(workload, admin):
+    group = "search-changed-subscription"
+    topics = {t for t, _ in committed(admin, group)}
+    assert topics == {"search-queries", "search-clicks"}
+    described = admin.describe_groups([group])[group]
+    assert described["group_state"] == "Stable" and described["members"]
+    assert all(m["member_metadata"]["topics"] == ["search-queries"] for m in described["members"])
+    for member in describe_groups_raw(admin, [group])[group]["members"]:  # the project's own decoder agrees
+        assert decode_subscription(member["metadata"], "test")["topics"] == ["search-queries"]
+    info = workload.groups[group]
+    assert info.subscribed_topics == ("search-queries",) and info.left_behind_topics == ("search-clicks",)
+    assert workload.changed_subscription == {"group": group, "kept_topic": "search-queries",
+                                             "left_behind_topic": "search-clicks", "stays_stable": True}
+
+
+def test_stopped_group_is_empty_with_its_offsets(workload, admin):
+    described = admin.describe_groups(["reports-stopped"])["reports-stopped"]
+    assert (described["group_state"], described["protocol_type"], described["members"]) == ("Empty", "consumer", [])
+    offsets_ = committed(admin, "reports-stopped")
+    assert offsets_ and {t for t, _ in offsets_} == {"report-requests"}
+    assert workload.groups["reports-stopped"].expected_state == "Empty"
+
+
+def test_standalone_consumer_has_offsets_and_no_membership(workload, admin):
+    offsets_ = committed(admin, "ledger-standalone")
+    assert offsets_ and {t for t, _ in offsets_} == {"ledger-entries"}
+    described = admin.describe_groups(["ledger-standalone"])["ledger-standalone"]
+    assert (described["group_state"], described["protocol_type"], described["members"]) == ("Empty", "", [])
+    listed = {g["group_id"]: g for g in admin.list_groups()}
+    # noida-db lists it like Kafka does: protocol type "" and state Empty.
+    assert listed["ledger-standalone"]["protocol_type"] == ""
+    assert workload.broker_observations["standalone_group_listing"] == {
+        "listed": True, "protocol_type": "", "state": "Empty"}
+
+
+def test_connect_group_uses_the_connect_protocol(workload, admin):
+    described = describe_groups_raw(admin, ["connect-sink"])["connect-sink"]
+    assert (described["state"], described["protocol_type"], described["protocol"]) == ("Stable", "connect", "default")
+    assert len(described["members"]) == 2
+    for member in described["members"]:
+        version, url_length = struct.unpack_from(">hh", member["metadata"])
+        assert version == 0 and member["metadata"][4:4 + url_length].startswith(b"http://connect-worker-")
+    end = offsets(admin, "s3-sink-input", OffsetSpec.LATEST)
+    assert committed(admin, "connect-sink") == {("s3-sink-input", p): o for p, o in end.items()}
+    assert workload.groups["connect-sink"].protocol_type == "connect"
+
+
+def test_message_plan_is_deterministic_and_scaled():
+    assert plan(7, 1.0) == plan(7, 1.0)
+    assert plan(7, 1.0) != plan(8, 1.0)
+    assert sum(len(m) for ticks in plan(7, 0.25).values() for m in ticks) < \
+        sum(len(m) for ticks in plan(7, 1.0).values() for m in ticks)
+
+
+def read_back(bootstrap: str, topic: str, ends: dict[int, int]) -> dict[int, str]:
+    """Read a topic from the beginning and digest each partition's (key, value) sequence."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "live-workload-readback",
+                         "enable.auto.commit": False, "log_level": 3})
+    try:
+        consumer.assign([CTopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        digests, seen = {p: hashlib.sha256() for p in ends}, {p: 0 for p in ends}
+        deadline = time.monotonic() + 20
+        while any(seen[p] < ends[p] for p in ends) and time.monotonic() < deadline:
+            for message in consumer.consume(10_000, 0.2):
+                if message.error() is None:
+                    digest_update(digests[message.partition()], message.key(), message.value())
+                    seen[message.partition()] += 1
+        assert seen == ends
+        return {p: d.hexdigest() for p, d in digests.items() if ends[p]}
+    finally:
+        consumer.close()
+
+
+def test_same_seed_on_a_fresh_broker_gives_the_same_topics_and_messages(workload, tmp_path):
+    threads_before = (native_threads(), python_threads())
+    with EmbeddedBroker(tmp_path / "second") as second:
+        again = run_live_workload(second.bootstrap_servers, seed=7, scale=1.0, emit=None, keep_alive=False)
+        # keep_alive=False: nothing left running, and no group has members.
+        assert python_threads() == threads_before[1]
+        settle_native_threads(threads_before[0])
+        assert not again.running and {g.expected_state for g in again.groups.values()} == {"Empty"}
+        for name, topic in workload.topics.items():
+            other = again.topics[name]
+            assert (other.partitions, other.configs, other.produced_by_partition, other.digests_by_partition) == \
+                (topic.partitions, topic.configs, topic.produced_by_partition, topic.digests_by_partition)
+            if not topic.short_retention:  # what the broker holds is what was reported produced
+                ends = {p: topic.log_end_offsets[p] for p in range(topic.partitions)}
+                assert ends == topic.produced_by_partition
+                assert read_back(second.bootstrap_servers, name, ends) == topic.digests_by_partition
+        again.stop()  # a no-op without keep-alive
+
+
+def test_stop_closes_every_client_and_kept_groups_go_empty(workload, admin, baseline):
+    kept = [g for g, spec in GROUPS.items() if spec.keep_alive]
+    assert {describe_groups_raw(admin, kept)[g]["state"] for g in kept} == {"Stable"}
+    workload.stop()
+    workload.stop()  # idempotent
+    assert not workload.running and workload.keep_alive_errors == []
+    assert python_threads() == baseline["python"]
+    assert not [name for name in native_threads() if name.startswith("rdk:")]  # librdkafka's
+    settle_native_threads(baseline["native"])
+    deadline = time.monotonic() + 15
+    while True:
+        states = {g: d["state"] for g, d in describe_groups_raw(admin, kept).items()}
+        if states == dict.fromkeys(kept, "Empty"):
+            break
+        assert time.monotonic() < deadline, states
+        time.sleep(0.2)
+    assert committed(admin, "orders-active")  # offsets outlive the members
