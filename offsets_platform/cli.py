@@ -17,23 +17,46 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _ingest(args: argparse.Namespace, settings: Settings) -> int:
-    from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
+def _cluster_and_lake(args: argparse.Namespace, settings: Settings):
+    """The connection and lake a command works on, or None when no address was given."""
     from offsets_platform.lake import Lake
-    from offsets_platform.summary import bronze_summary
 
     connection = settings.kafka
     if args.bootstrap_server:
         connection = connection.with_bootstrap(args.bootstrap_server)
     if connection.is_embedded:
         print("error: give --bootstrap-server or set OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", file=sys.stderr)
+        return None
+    return connection, Lake(Path(args.home) / "lake" if args.home else settings.lake_root)
+
+
+def _ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
+    from offsets_platform.summary import bronze_summary
+
+    target = _cluster_and_lake(args, settings)
+    if target is None:
         return 2
-    lake = Lake(Path(args.home) / "lake" if args.home else settings.lake_root)
+    connection, lake = target
     print(f"ingesting __consumer_offsets from {connection.describe()} into {lake.root}")
     result = ingest_offsets_topic(connection, lake)
     print(f"read {result.records_read:,} records, rejected {result.rejected:,}, in {result.seconds:.1f} s")
     for line in bronze_summary(lake):
         print("  " + line)
+    return 0
+
+
+def _snapshot(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.ingest.snapshots import snapshot_cluster
+    from offsets_platform.summary import snapshot_summary
+
+    target = _cluster_and_lake(args, settings)
+    if target is None:
+        return 2
+    connection, lake = target
+    snapshot_cluster(connection, lake, offsets_retention_fallback_minutes=args.offsets_retention_minutes)
+    for line in snapshot_summary(lake):
+        print(line)
     return 0
 
 
@@ -51,6 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     ingest.add_argument("--bootstrap-server", help="host:port of the cluster")
     ingest.add_argument("--home", help="folder holding the lake")
     ingest.set_defaults(run=_ingest)
+
+    snapshot = commands.add_parser("snapshot", help="append an admin-API snapshot of a cluster to the lake")
+    snapshot.add_argument("--bootstrap-server", help="host:port of the cluster")
+    snapshot.add_argument("--home", help="folder holding the lake")
+    snapshot.add_argument("--offsets-retention-minutes", type=int, default=10080,
+                          help="offsets.retention.minutes to assume when the broker does not expose it")
+    snapshot.set_defaults(run=_snapshot)
 
     args = parser.parse_args(argv)
     try:

@@ -30,3 +30,18 @@ def test_ingest_command_without_an_address_says_how_to_give_one(tmp_path, capsys
     monkeypatch.delenv("OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", raising=False)
     assert main(["ingest", "--home", str(tmp_path)]) == 2
     assert "--bootstrap-server" in capsys.readouterr().err
+
+
+def test_snapshot_command_appends_a_snapshot_and_summarises_it(broker, tmp_path, capsys):
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "cli-standalone",
+                         "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition("__consumer_offsets", 0, 0)], asynchronous=False)
+    consumer.close()
+    status = main(["snapshot", "--bootstrap-server", broker.bootstrap_servers, "--home", str(tmp_path)])
+    output = capsys.readouterr().out
+    assert status == 0
+    assert "offsets.retention.minutes 10080" in output and "live groups by state" in output
+    groups = Lake(tmp_path / "lake").read_arrow("group_snapshots").to_pylist()
+    assert "cli-standalone" in {g["group"] for g in groups}
