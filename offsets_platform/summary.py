@@ -57,7 +57,7 @@ where snapshot_id = {_LATEST_SNAPSHOT} group by state order by state
 
 # Lag per group and partition in the latest snapshot of both tables; a committed offset below
 # the log start means retention deleted messages the group never consumed (KIP-490).
-_LAG = f"""
+_LAG = """
 with offsets as (
     select * from committed_offset_snapshots
     where snapshot_id = (select snapshot_id from committed_offset_snapshots order by snapshot_at desc limit 1)

@@ -8,27 +8,12 @@ import pytest
 from kafka import TopicPartition
 from kafka.admin import OffsetSpec
 
-from offsets_platform.kafka.embedded import EmbeddedBroker
 from offsets_platform.workload.live.cluster_setup import TopicsAlreadyExist, create_topics, topic_configs
-from offsets_platform.workload.live.clients import admin_client
 from offsets_platform.workload.live.producer import TickProducer
 from offsets_platform.workload.live.retention import DELETE_RECORDS, RETENTION, RetentionWatch
 from offsets_platform.workload.live.scenarios import DAY_MS, TopicSpec
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def admin(broker):
-    client = admin_client(broker.bootstrap_servers)
-    yield client
-    client.close()
 
 
 def produce(bootstrap: str, topic: str, count: int) -> None:

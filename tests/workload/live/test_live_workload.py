@@ -21,7 +21,6 @@ from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 from offsets_platform.codec.consumer_protocol import decode_subscription
 from offsets_platform.kafka.embedded import EmbeddedBroker
 from offsets_platform.workload.live import describe_groups_raw, run_live_workload
-from offsets_platform.workload.live.clients import admin_client
 from offsets_platform.workload.live.messages import digest_update, plan
 from offsets_platform.workload.live.scenarios import GROUPS, TOPICS
 
@@ -50,19 +49,6 @@ def settle_native_threads(expected: list[str], timeout_s: float = 5.0) -> None:
 
 def python_threads() -> list[str]:
     return sorted(t.name for t in threading.enumerate())
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def admin(broker):
-    client = admin_client(broker.bootstrap_servers, client_id="live-workload-test-admin")
-    yield client
-    client.close()
 
 
 @pytest.fixture(scope="module")
