@@ -132,14 +132,14 @@ def _collect_log_offsets(admin: SnapshotAdminClient, rows: SnapshotRows, partiti
     if not wanted:
         return
     try:
-        start, end = _start_and_end(admin, [tp for tps in wanted.values() for tp in tps])
+        start, end = log_start_and_end(admin, [tp for tps in wanted.values() for tp in tps])
     except CONNECTION_ERRORS:
         raise
     except CALL_ERRORS:
         # One topic's error fails the whole request: ask topic by topic so only it is missing.
         start, end = {}, {}
         for topic, tps in wanted.items():
-            found = rows.guarded("topic", topic, "ListOffsets", _start_and_end, admin, tps)
+            found = rows.guarded("topic", topic, "ListOffsets", log_start_and_end, admin, tps)
             if found:
                 start.update(found[0])
                 end.update(found[1])
@@ -150,7 +150,8 @@ def _collect_log_offsets(admin: SnapshotAdminClient, rows: SnapshotRows, partiti
                          log_start_offset=start[tp], log_end_offset=end[tp])
 
 
-def _start_and_end(admin: SnapshotAdminClient, tps: list[TopicPartition]) -> tuple[dict, dict]:
+def log_start_and_end(admin: SnapshotAdminClient, tps: list[TopicPartition]) -> tuple[dict, dict]:
+    """(log start offsets, log end offsets) by TopicPartition: ListOffsets earliest and latest."""
     earliest = admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
     latest = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in tps})
     return ({tp: found.offset for tp, found in earliest.items()},

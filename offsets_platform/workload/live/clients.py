@@ -1,23 +1,19 @@
 """Small client helpers for the live workload: configs, and the admin reads it needs.
 
-confluent-kafka (librdkafka) produces and consumes, as most production services do;
-kafka-python's `KafkaAdminClient` does the admin calls (ListOffsets, OffsetFetch,
-DescribeGroups, DescribeConfigs, DeleteRecords).
-
-`describe_groups_raw` exists because kafka-python 3.0.12's `describe_groups` decodes every
-member's metadata as a consumer-protocol subscription whatever the group's protocol type, and
-raises ValueError ("Buffer underrun decoding string") on a Connect group's worker metadata. It
-sends the same DescribeGroups request and returns the bytes untouched; it uses the admin
-client's internal coroutine runner, which is the only way to send a raw request with it.
+confluent-kafka (librdkafka) produces and consumes, as most production services do; the
+project's admin client (`SnapshotAdminClient`: kafka-python with a deadline on every call) does
+the admin calls (ListOffsets, OffsetFetch, DescribeGroups, DescribeConfigs, DeleteRecords).
+It keeps DescribeGroups members' bytes untouched: kafka-python 3.0.12's own `describe_groups`
+decodes every member's metadata as a consumer-protocol subscription whatever the protocol type,
+and fails on a Connect group's worker metadata.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from kafka import TopicPartition
-from kafka.admin import KafkaAdminClient, OffsetSpec
-from kafka.protocol.admin import DescribeGroupsRequest
+
+from offsets_platform.kafka.admin_calls import SnapshotAdminClient
+from offsets_platform.kafka.admin_snapshot import log_start_and_end
 
 SESSION_TIMEOUT_MS = 10_000
 """noida-db needs session.timeout.ms >= 6000 (DESIGN.md)."""
@@ -49,48 +45,38 @@ def consumer_config(bootstrap_servers: str, group: str, client_id: str) -> dict:
     }
 
 
-def admin_client(bootstrap_servers: str, client_id: str = "live-workload-admin") -> KafkaAdminClient:
-    """A kafka-python admin client; close() it (it owns an IO thread)."""
-    return KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id=client_id,
-                            request_timeout_ms=15_000)
+def admin_client(bootstrap_servers: str, client_id: str = "live-workload-admin") -> SnapshotAdminClient:
+    """An admin client; close() it (it owns an IO thread)."""
+    return SnapshotAdminClient(bootstrap_servers=bootstrap_servers, client_id=client_id,
+                               request_timeout_ms=15_000, call_deadline_s=45.0)
 
 
-def log_offsets(admin: KafkaAdminClient, topic: str, partitions: int) -> tuple[dict[int, int], dict[int, int]]:
+def log_offsets(admin: SnapshotAdminClient, topic: str, partitions: int) -> tuple[dict[int, int], dict[int, int]]:
     """(log start offsets, log end offsets) by partition, from ListOffsets earliest / latest."""
-    tps = [TopicPartition(topic, p) for p in range(partitions)]
-    earliest = admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
-    latest = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in tps})
-    return ({tp.partition: earliest[tp].offset for tp in tps}, {tp.partition: latest[tp].offset for tp in tps})
+    start, end = log_start_and_end(admin, [TopicPartition(topic, p) for p in range(partitions)])
+    return ({tp.partition: offset for tp, offset in start.items()},
+            {tp.partition: offset for tp, offset in end.items()})
 
 
-def committed_offsets(admin: KafkaAdminClient, group: str) -> dict[tuple[str, int], int]:
+def committed_offsets(admin: SnapshotAdminClient, group: str) -> dict[tuple[str, int], int]:
     """Every committed offset of a group (OffsetFetch for all partitions, KIP-88)."""
     fetched = admin.list_group_offsets({group: None}).get(group, {})
     return {(tp.topic, tp.partition): meta.offset for tp, meta in fetched.items() if meta.offset >= 0}
 
 
-def describe_groups_raw(admin: KafkaAdminClient, group_ids: list[str]) -> dict[str, dict]:
+def describe_groups_raw(admin: SnapshotAdminClient, group_ids: list[str]) -> dict[str, dict]:
     """DescribeGroups with member metadata and assignment left as bytes, for any protocol type.
 
     Returns {group: {"state", "protocol_type", "protocol", "error_code", "members": [{"member_id",
     "client_id", "client_host", "metadata": bytes, "assignment": bytes}]}}.
     """
-    async def describe():
-        by_coordinator = defaultdict(list)
-        for group, coordinator in (await admin._find_coordinator_ids(list(group_ids))).items():
-            by_coordinator[coordinator].append(group)
-        groups = {}
-        for coordinator, ids in by_coordinator.items():
-            request = DescribeGroupsRequest(groups=ids, include_authorized_operations=False)
-            response = await admin._manager.send(request, node_id=coordinator)
-            for group in response.groups:
-                groups[group.group_id] = {
-                    "state": group.group_state, "protocol_type": group.protocol_type,
-                    "protocol": group.protocol_data, "error_code": group.error_code,
-                    "members": [{"member_id": m.member_id, "client_id": m.client_id,
-                                 "client_host": m.client_host, "metadata": bytes(m.member_metadata or b""),
-                                 "assignment": bytes(m.member_assignment or b"")} for m in group.members],
-                }
-        return groups
-
-    return admin._manager.run(describe)
+    return {
+        group_id: {
+            "state": group.group_state, "protocol_type": group.protocol_type, "protocol": group.protocol_data,
+            "error_code": group.error_code,
+            "members": [{"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
+                         "metadata": bytes(m.member_metadata or b""), "assignment": bytes(m.member_assignment or b"")}
+                        for m in group.members],
+        }
+        for group_id, group in admin.describe_groups(list(group_ids)).items()
+    }

@@ -6,6 +6,8 @@ import time
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
+from offsets_platform.kafka.admin_calls import SnapshotAdminClient
+
 from .scenarios import TopicSpec
 
 CONFIG_KEYS = ("cleanup.policy", "retention.ms", "segment.ms")
@@ -31,10 +33,10 @@ def create_topics(admin: KafkaAdminClient, topics: dict[str, TopicSpec], timeout
         time.sleep(0.1)
 
 
-def topic_configs(admin: KafkaAdminClient, names: list[str]) -> dict[str, dict[str, str]]:
+def topic_configs(admin: SnapshotAdminClient, names: list[str]) -> dict[str, dict[str, str]]:
     """The broker's view of CONFIG_KEYS per topic (DescribeConfigs), as strings."""
     resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
-    described = admin.describe_configs(resources, config_filter="all")
-    by_topic = described.get("topic", described.get(ConfigResourceType.TOPIC, {}))
-    return {name: {key: entry["value"] for key, entry in by_topic.get(name, {}).items() if key in CONFIG_KEYS}
-            for name in names}
+    described = admin.describe_configs(resources)
+    found = {name: described.get((ConfigResourceType.TOPIC.value, name)) for name in names}
+    return {name: {key: value for key, value in (result.values if result else {}).items() if key in CONFIG_KEYS}
+            for name, result in found.items()}

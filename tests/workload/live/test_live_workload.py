@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer
 from confluent_kafka import TopicPartition as CTopicPartition
 from kafka import TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
 
 from offsets_platform.codec.consumer_protocol import decode_subscription
 from offsets_platform.kafka.embedded import EmbeddedBroker
@@ -56,8 +56,16 @@ def python_threads() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def baseline(admin):
-    """Threads before the run (the test admin client's IO thread included)."""
+def kafka_admin(broker):
+    """kafka-python's own admin client: the broker is checked with it, not with the project's."""
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, client_id="live-workload-test-check")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def baseline(admin, kafka_admin):
+    """Threads before the run (both test admin clients' IO threads included)."""
     return {"native": native_threads(), "python": python_threads()}
 
 
@@ -72,13 +80,13 @@ def workload(broker, baseline):
     result.stop()
 
 
-def offsets(admin, topic: str, spec: OffsetSpec) -> dict[int, int]:
+def offsets(kafka_admin, topic: str, spec: OffsetSpec) -> dict[int, int]:
     tps = [TopicPartition(topic, p) for p in range(TOPICS[topic].partitions)]
-    return {tp.partition: o.offset for tp, o in admin.list_partition_offsets({tp: spec for tp in tps}).items()}
+    return {tp.partition: o.offset for tp, o in kafka_admin.list_partition_offsets({tp: spec for tp in tps}).items()}
 
 
-def committed(admin, group: str) -> dict[tuple[str, int], int]:
-    return {(tp.topic, tp.partition): m.offset for tp, m in admin.list_group_offsets({group: None})[group].items()}
+def committed(kafka_admin, group: str) -> dict[tuple[str, int], int]:
+    return {(tp.topic, tp.partition): m.offset for tp, m in kafka_admin.list_group_offsets({group: None})[group].items()}
 
 
 def test_run_is_bounded_and_says_what_it_does(workload):
@@ -88,53 +96,53 @@ def test_run_is_bounded_and_says_what_it_does(workload):
     assert workload.not_exercised == {}
 
 
-def test_topics_have_their_partitions_and_retention_configs(workload, admin):
+def test_topics_have_their_partitions_and_retention_configs(workload, kafka_admin):
     resources = [ConfigResource(ConfigResourceType.TOPIC, t) for t in TOPICS]
-    described = admin.describe_configs(resources, config_filter="all")
+    described = kafka_admin.describe_configs(resources, config_filter="all")
     for name, spec in TOPICS.items():
         broker_configs = {k: v["value"] for k, v in described["topic"][name].items()}
         assert broker_configs["retention.ms"] == str(spec.retention_ms) == workload.topics[name].configs["retention.ms"]
-        assert len(offsets(admin, name, OffsetSpec.LATEST)) == spec.partitions == workload.topics[name].partitions
+        assert len(offsets(kafka_admin, name, OffsetSpec.LATEST)) == spec.partitions == workload.topics[name].partitions
         assert spec.partitions >= 2
     short = [t for t in workload.topics.values() if t.short_retention]
     assert {t.name for t in short} == {"invoices", "search-clicks"}
     assert all(t.configs["retention.ms"] == "3000" and t.configs["segment.ms"] == "1000" for t in short)
 
 
-def test_retention_deleted_messages_during_the_run(workload, admin):
+def test_retention_deleted_messages_during_the_run(workload, kafka_admin):
     assert workload.retention_mode in ("retention.ms", "delete_records")
     assert workload.retention_mode in workload.retention_note
-    start = offsets(admin, "invoices", OffsetSpec.EARLIEST)
+    start = offsets(kafka_admin, "invoices", OffsetSpec.EARLIEST)
     assert any(o > 0 for o in start.values())
     if workload.retention_mode == "retention.ms":  # what noida-db does: real, fast retention
         assert workload.topics["invoices"].first_deletion_s is not None
 
 
-def test_slow_group_committed_offset_is_below_the_log_start(workload, admin):
-    start = offsets(admin, "invoices", OffsetSpec.EARLIEST)
-    end = offsets(admin, "invoices", OffsetSpec.LATEST)
-    slow = committed(admin, "billing-slow")
+def test_slow_group_committed_offset_is_below_the_log_start(workload, kafka_admin):
+    start = offsets(kafka_admin, "invoices", OffsetSpec.EARLIEST)
+    end = offsets(kafka_admin, "invoices", OffsetSpec.LATEST)
+    slow = committed(kafka_admin, "billing-slow")
     assert slow and {t for t, _ in slow} == {"invoices"}
     assert any(o < start[p] for (_, p), o in slow.items())
     assert all(o < end[p] for (_, p), o in slow.items())
-    assert admin.describe_groups(["billing-slow"])["billing-slow"]["group_state"] == "Stable"
+    assert kafka_admin.describe_groups(["billing-slow"])["billing-slow"]["group_state"] == "Stable"
     assert workload.groups["billing-slow"].expected_state == "Stable"
 
 
-def test_active_group_has_no_lag(workload, admin):
-    end = offsets(admin, "orders", OffsetSpec.LATEST)
-    assert committed(admin, "orders-active") == {("orders", p): o for p, o in end.items()}
+def test_active_group_has_no_lag(workload, kafka_admin):
+    end = offsets(kafka_admin, "orders", OffsetSpec.LATEST)
+    assert committed(kafka_admin, "orders-active") == {("orders", p): o for p, o in end.items()}
     assert all(o > 0 for o in end.values())
-    described = admin.describe_groups(["orders-active"])["orders-active"]
+    described = kafka_admin.describe_groups(["orders-active"])["orders-active"]
     assert described["group_state"] == "Stable" and len(described["members"]) == 2
     assert all(m["member_metadata"]["topics"] == ["orders"] for m in described["members"])
 
 
-def test_changed_subscription_group_keeps_offsets_on_the_topic_it_left(workload, admin):
+def test_changed_subscription_group_keeps_offsets_on_the_topic_it_left(workload, kafka_admin, admin):
     group = "search-changed-subscription"
-    topics = {t for t, _ in committed(admin, group)}
+    topics = {t for t, _ in committed(kafka_admin, group)}
     assert topics == {"search-queries", "search-clicks"}
-    described = admin.describe_groups([group])[group]
+    described = kafka_admin.describe_groups([group])[group]
     assert described["group_state"] == "Stable" and described["members"]
     assert all(m["member_metadata"]["topics"] == ["search-queries"] for m in described["members"])
     for member in describe_groups_raw(admin, [group])[group]["members"]:  # the project's own decoder agrees
@@ -145,35 +153,35 @@ def test_changed_subscription_group_keeps_offsets_on_the_topic_it_left(workload,
                                              "left_behind_topic": "search-clicks", "stays_stable": True}
 
 
-def test_stopped_group_is_empty_with_its_offsets(workload, admin):
-    described = admin.describe_groups(["reports-stopped"])["reports-stopped"]
+def test_stopped_group_is_empty_with_its_offsets(workload, kafka_admin):
+    described = kafka_admin.describe_groups(["reports-stopped"])["reports-stopped"]
     assert (described["group_state"], described["protocol_type"], described["members"]) == ("Empty", "consumer", [])
-    offsets_ = committed(admin, "reports-stopped")
+    offsets_ = committed(kafka_admin, "reports-stopped")
     assert offsets_ and {t for t, _ in offsets_} == {"report-requests"}
     assert workload.groups["reports-stopped"].expected_state == "Empty"
 
 
-def test_standalone_consumer_has_offsets_and_no_membership(workload, admin):
-    offsets_ = committed(admin, "ledger-standalone")
+def test_standalone_consumer_has_offsets_and_no_membership(workload, kafka_admin):
+    offsets_ = committed(kafka_admin, "ledger-standalone")
     assert offsets_ and {t for t, _ in offsets_} == {"ledger-entries"}
-    described = admin.describe_groups(["ledger-standalone"])["ledger-standalone"]
+    described = kafka_admin.describe_groups(["ledger-standalone"])["ledger-standalone"]
     assert (described["group_state"], described["protocol_type"], described["members"]) == ("Empty", "", [])
-    listed = {g["group_id"]: g for g in admin.list_groups()}
+    listed = {g["group_id"]: g for g in kafka_admin.list_groups()}
     # noida-db lists it like Kafka does: protocol type "" and state Empty.
     assert listed["ledger-standalone"]["protocol_type"] == ""
     assert workload.broker_observations["standalone_group_listing"] == {
         "listed": True, "protocol_type": "", "state": "Empty"}
 
 
-def test_connect_group_uses_the_connect_protocol(workload, admin):
+def test_connect_group_uses_the_connect_protocol(workload, kafka_admin, admin):
     described = describe_groups_raw(admin, ["connect-sink"])["connect-sink"]
     assert (described["state"], described["protocol_type"], described["protocol"]) == ("Stable", "connect", "default")
     assert len(described["members"]) == 2
     for member in described["members"]:
         version, url_length = struct.unpack_from(">hh", member["metadata"])
         assert version == 0 and member["metadata"][4:4 + url_length].startswith(b"http://connect-worker-")
-    end = offsets(admin, "s3-sink-input", OffsetSpec.LATEST)
-    assert committed(admin, "connect-sink") == {("s3-sink-input", p): o for p, o in end.items()}
+    end = offsets(kafka_admin, "s3-sink-input", OffsetSpec.LATEST)
+    assert committed(kafka_admin, "connect-sink") == {("s3-sink-input", p): o for p, o in end.items()}
     assert workload.groups["connect-sink"].protocol_type == "connect"
 
 
@@ -222,7 +230,7 @@ def test_same_seed_on_a_fresh_broker_gives_the_same_topics_and_messages(workload
         again.stop()  # a no-op without keep-alive
 
 
-def test_stop_closes_every_client_and_kept_groups_go_empty(workload, admin, baseline):
+def test_stop_closes_every_client_and_kept_groups_go_empty(workload, kafka_admin, baseline, admin):
     kept = [g for g, spec in GROUPS.items() if spec.keep_alive]
     assert {describe_groups_raw(admin, kept)[g]["state"] for g in kept} == {"Stable"}
     workload.stop()
@@ -237,4 +245,4 @@ def test_stop_closes_every_client_and_kept_groups_go_empty(workload, admin, base
             break
         assert time.monotonic() < deadline, states
         time.sleep(0.2)
-    assert committed(admin, "orders-active")  # offsets outlive the members
+    assert committed(kafka_admin, "orders-active")  # offsets outlive the members
