@@ -7,6 +7,7 @@ from assets.resources import KafkaResource, LakeResource
 from assets.table_specs import table_asset_spec, table_metadata
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.lake.tables import SNAPSHOT_TABLES
+from offsets_platform.summary import groups_by_state
 
 
 @multi_asset(specs=[table_asset_spec(name, "bronze", {"kafka"}) for name in SNAPSHOT_TABLES], can_subset=False)
@@ -18,13 +19,12 @@ def cluster_snapshot(context: AssetExecutionContext, kafka: KafkaResource, lake:
         metadata = table_metadata(the_lake, name)
         metadata.update({"snapshot_id": result.snapshot_id, "rows_added": result.rows_written[name]})
         if name == "group_snapshots":
-            metadata["groups_by_state"] = MetadataValue.md(_groups_by_state(the_lake, result.snapshot_id))
+            metadata["groups_by_state"] = MetadataValue.md(_groups_by_state_markdown(the_lake, result.snapshot_id))
         if name == "snapshot_errors":
             metadata["errors_in_snapshot"] = len(result.errors)
         yield MaterializeResult(asset_key=name, metadata=metadata)
 
 
-def _groups_by_state(lake, snapshot_id: str) -> str:
-    rows = lake.query(f"select state, count(*) as n from group_snapshots where snapshot_id = '{snapshot_id}' "
-                      "group by state order by state", "group_snapshots").to_pylist()
-    return "| state | groups |\n|---|---|\n" + "\n".join(f"| {r['state']} | {r['n']} |" for r in rows)
+def _groups_by_state_markdown(lake, snapshot_id: str) -> str:
+    rows = groups_by_state(lake, snapshot_id)
+    return "| state | groups |\n|---|---|\n" + "\n".join(f"| {r['state']} | {r['groups']} |" for r in rows)

@@ -48,40 +48,42 @@ def bronze_summary(lake: Lake) -> list[str]:
     return lines
 
 
-_LATEST_SNAPSHOT = "(select snapshot_id from group_snapshots order by snapshot_at desc limit 1)"
+# The latest complete snapshot: `broker_configs` is written last, one row per snapshot, and
+# tables without rows are not written at all, so every table is read at this one snapshot.
+_LATEST_SNAPSHOT = "(select snapshot_id from broker_configs order by snapshot_at desc limit 1)"
 
-_LIVE_STATES = f"""
+_GROUPS_BY_STATE = """
 select state, count(*) as groups from group_snapshots
-where snapshot_id = {_LATEST_SNAPSHOT} group by state order by state
+where snapshot_id = {snapshot} group by state order by state
 """
 
-# Lag per group and partition in the latest snapshot of both tables; a committed offset below
-# the log start means retention deleted messages the group never consumed (KIP-490).
-_LAG = """
-with offsets as (
-    select * from committed_offset_snapshots
-    where snapshot_id = (select snapshot_id from committed_offset_snapshots order by snapshot_at desc limit 1)
-), logs as (
-    select * from log_offset_snapshots
-    where snapshot_id = (select snapshot_id from log_offset_snapshots order by snapshot_at desc limit 1)
-)
+# Lag per group in one snapshot; a committed offset below the log start means retention deleted
+# messages the group never consumed (KIP-490).
+_LAG = f"""
 select o."group", sum(l.log_end_offset - o.committed_offset) as lag,
        sum(case when o.committed_offset < l.log_start_offset
                 then l.log_start_offset - o.committed_offset else 0 end) as lost_to_retention
-from offsets o join logs l on o.topic = l.topic and o."partition" = l."partition"
-where o.committed_offset >= 0
+from committed_offset_snapshots o
+join log_offset_snapshots l
+  on o.snapshot_id = l.snapshot_id and o.topic = l.topic and o."partition" = l."partition"
+where o.snapshot_id = {_LATEST_SNAPSHOT} and o.committed_offset >= 0
 group by o."group" order by o."group"
 """
 
 
+def groups_by_state(lake: Lake, snapshot_id: str | None = None) -> list[dict]:
+    """[{"state", "groups"}] in one snapshot (default: the latest complete one)."""
+    snapshot = f"'{snapshot_id}'" if snapshot_id else _LATEST_SNAPSHOT
+    return lake.query(_GROUPS_BY_STATE.format(snapshot=snapshot), "group_snapshots", "broker_configs").to_pylist()
+
+
 def snapshot_summary(lake: Lake) -> list[str]:
     """Lines describing the latest admin-API snapshot: live group states, lag, retention loss."""
-    if not lake.exists("group_snapshots") or lake.count("group_snapshots") == 0:
+    if not lake.exists("broker_configs") or lake.count("broker_configs") == 0:
         return ["no admin-API snapshot yet"]
-    states = lake.query(_LIVE_STATES, "group_snapshots").to_pylist()
-    lines = ["live groups by state (latest snapshot): "
-             + ", ".join(f"{row['state']} {row['groups']}" for row in states)]
-    for row in lake.query(_LAG, "committed_offset_snapshots", "log_offset_snapshots").to_pylist():
+    states = ", ".join(f"{row['state']} {row['groups']}" for row in groups_by_state(lake))
+    lines = [f"live groups by state (latest snapshot): {states or 'no groups'}"]
+    for row in lake.query(_LAG, "committed_offset_snapshots", "log_offset_snapshots", "broker_configs").to_pylist():
         lost = (f", {row['lost_to_retention']:,} messages deleted by retention before it consumed them"
                 if row["lost_to_retention"] else "")
         lines.append(f"  {row['group']}: lag {row['lag']:,} messages{lost}")
