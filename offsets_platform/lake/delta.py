@@ -90,14 +90,24 @@ class Lake:
     def count(self, name: str) -> int:
         return self.query(f"select count(*) as n from {name}", name).column("n")[0].as_py()
 
-    def spark_read(self, spark: "SparkSession", name: str) -> "DataFrame":
-        """A Spark DataFrame over the table's active files, with the registered schema."""
+    def version(self, name: str) -> int:
+        return self.table(name).version()
+
+    def files(self, name: str, version: int | None = None) -> list[str]:
+        """The table's active data files (at `version`, default the latest)."""
+        table = self.table(name)
+        if version is not None:
+            table.load_as_version(version)
+        return table.file_uris()
+
+    def spark_read(self, spark: "SparkSession", name: str, files: list[str] | None = None) -> "DataFrame":
+        """A Spark DataFrame over the table's active files (or the given subset of them), with the
+        registered schema."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
         spec = table_spec(name)
-        table = self.table(name)
         schema = from_arrow_schema(spec.schema)
-        files = table.file_uris()
+        files = self.table(name).file_uris() if files is None else files
         if not files:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).option("basePath", str(self.path(name))).parquet(*files)

@@ -14,6 +14,7 @@ _DEFAULTS = {
     "spark.driver.memory": "6g",
     "spark.sql.shuffle.partitions": "8",
     "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
 }

@@ -111,6 +111,24 @@ _SPECS = [
     ),
 ]
 
+# Offset commits written inside a transaction that was still open when ingest reached the end
+# of the committed log (read_committed stops at the last stable offset). Kafka never expires an
+# offset while such a commit is pending; ingest replaces this table on every run.
+_SPECS.append(TableSpec(
+    name="pending_offset_commits",
+    layer="bronze",
+    schema=pa.schema([
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("source_partition", pa.int32(), nullable=False),
+        pa.field("source_offset", pa.int64(), nullable=False),
+        pa.field("observed_at", UTC_MICROS, nullable=False),
+    ]),
+    keys=("group", "topic", "partition", "source_partition", "source_offset"),
+    description="One row per offset commit of a transaction still open at the last ingest.",
+))
+
 # Admin-API snapshots: every row carries the snapshot it belongs to. A call that failed for one
 # group or topic is a row in `snapshot_errors`, and the other groups and topics are still there.
 SNAPSHOT_FIELDS = [
@@ -179,6 +197,25 @@ _SPECS += [
     ], ("scope", "name", "operation"), "One row per admin call that failed for one group or topic in a snapshot."),
 ]
 
+# The dbt-like runner's memory: which version of each source a model last read, so an
+# incremental run reads only the files appended since.
+_SPECS.append(TableSpec(
+    name="model_runs",
+    layer="meta",
+    schema=pa.schema([
+        pa.field("model", pa.string(), nullable=False),
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("mode", pa.string(), nullable=False),  # 'full' or 'incremental'
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("source_version", pa.int64(), nullable=False),
+        pa.field("code_version", pa.string(), nullable=False),
+        pa.field("rows_written", pa.int64(), nullable=False),
+        pa.field("finished_at", UTC_MICROS, nullable=False),
+    ]),
+    keys=("model", "run_id", "source"),
+    description="One row per model run and source: the source's Delta version the run read.",
+))
+
 SNAPSHOT_TABLES = ("group_snapshots", "group_member_snapshots", "committed_offset_snapshots",
                    "log_offset_snapshots", "topic_configs", "broker_configs", "snapshot_errors")
 
@@ -194,9 +231,30 @@ RECORD_TABLES = (
 )
 
 
+# Model tables (silver, gold) are declared by the dbt-like project's YAML, not here; the runner
+# registers them, and the default project's are registered on first lookup.
+_MODEL_TABLES: dict[str, TableSpec] = {}
+
+
+def register_model_tables(specs: dict[str, TableSpec]) -> None:
+    """Make model tables known to the lake; a name that already means another table is an error."""
+    for name, spec in specs.items():
+        known = TABLES.get(name) or _MODEL_TABLES.get(name)
+        if known is not None and known != spec:
+            raise ValueError(f"table {name!r} is already registered with another layer or schema")
+        _MODEL_TABLES[name] = spec
+
+
 def table_spec(name: str) -> TableSpec:
     """The registered spec of a table, or a KeyError that lists the known names."""
-    try:
+    if name in TABLES:
         return TABLES[name]
+    if name not in _MODEL_TABLES:
+        from offsets_platform.models.project import model_table_specs  # models depend on the lake
+
+        register_model_tables(model_table_specs())
+    try:
+        return _MODEL_TABLES[name]
     except KeyError:
-        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(sorted(TABLES))}") from None
+        known = ", ".join(sorted({*TABLES, *_MODEL_TABLES}))
+        raise KeyError(f"unknown table {name!r}; known tables: {known}") from None

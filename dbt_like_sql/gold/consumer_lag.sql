@@ -1,0 +1,61 @@
+-- Lag of every group on every partition it has committed an offset for, as of the latest
+-- snapshot: in messages (log end - committed) and in time (how long ago the next unconsumed
+-- message was written). The write time is estimated from the snapshots' log end offsets: the
+-- message at the committed offset was written between the last snapshot whose log end was at or
+-- below it and the first one above it, interpolated linearly. Written before the first snapshot,
+-- the age is a lower bound.
+with snapshots as (
+    select snapshot_id, snapshot_at from {{ source('bronze', 'broker_configs') }}
+),
+latest as (
+    select snapshot_id, snapshot_at from snapshots order by snapshot_at desc limit 1
+),
+log_now as (
+    select o.topic, o.`partition`, o.log_start_offset, o.log_end_offset, l.snapshot_at
+    from {{ source('bronze', 'log_offset_snapshots') }} o join latest l on o.snapshot_id = l.snapshot_id
+),
+log_history as (
+    select o.topic, o.`partition`, o.log_end_offset, s.snapshot_at,
+           lag(o.log_end_offset) over (partition by o.topic, o.`partition` order by s.snapshot_at) as previous_end,
+           lag(s.snapshot_at) over (partition by o.topic, o.`partition` order by s.snapshot_at) as previous_at
+    from {{ source('bronze', 'log_offset_snapshots') }} o join snapshots s on o.snapshot_id = s.snapshot_id
+),
+lagging as (
+    select c.`group`, c.topic, c.`partition`, c.committed_offset, n.log_start_offset, n.log_end_offset,
+           n.snapshot_at as measured_at
+    from {{ ref('committed_offsets') }} c
+    join log_now n on n.topic = c.topic and n.`partition` = c.`partition`
+),
+written as (
+    -- the snapshot interval in which the log end first passed the committed offset
+    select g.`group`, g.topic, g.`partition`,
+           min_by(named_struct('at', h.snapshot_at, 'end', h.log_end_offset,
+                               'previous_at', h.previous_at, 'previous_end', h.previous_end),
+                  h.snapshot_at) as crossing
+    from lagging g
+    join log_history h
+      on h.topic = g.topic and h.`partition` = g.`partition` and h.log_end_offset > g.committed_offset
+    where g.committed_offset < g.log_end_offset
+    group by g.`group`, g.topic, g.`partition`
+),
+estimated as (
+    select g.*,
+           case when g.committed_offset >= g.log_end_offset then g.measured_at
+                when w.crossing.previous_at is null then w.crossing.at
+                else timestamp_micros(unix_micros(w.crossing.previous_at) + cast(
+                       (unix_micros(w.crossing.at) - unix_micros(w.crossing.previous_at))
+                       * (g.committed_offset + 1 - w.crossing.previous_end)
+                       / (w.crossing.end - w.crossing.previous_end) as bigint))
+           end as next_message_written_at,
+           g.committed_offset < g.log_end_offset and w.crossing.previous_at is null as time_lag_is_lower_bound
+    from lagging g
+    left join written w on w.`group` = g.`group` and w.topic = g.topic and w.`partition` = g.`partition`
+)
+select `group`, topic, `partition`, committed_offset, log_start_offset, log_end_offset,
+       greatest(log_end_offset - committed_offset, 0) as lag_messages,
+       greatest(unix_millis(measured_at) - unix_millis(next_message_written_at), 0) as lag_ms,
+       time_lag_is_lower_bound,
+       committed_offset < log_start_offset as below_log_start,
+       greatest(log_start_offset - committed_offset, 0) as messages_below_log_start,
+       measured_at
+from estimated

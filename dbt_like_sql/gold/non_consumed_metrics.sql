@@ -1,0 +1,11 @@
+-- KIP-490's non-consumed-total per time bucket, topic and partition: messages deleted before a
+-- watched group consumed them (summed over the watched groups), from unconsumed_messages.
+{% set bucket_seconds = var('metrics_bucket_minutes') * 60 %}
+select timestamp_seconds(floor(unix_seconds(observed_at) / {{ bucket_seconds }}) * {{ bucket_seconds }})
+           as bucket_start,
+       {{ var('metrics_bucket_minutes') }} as bucket_minutes,
+       topic, `partition`,
+       sum(lost_count) as non_consumed_total,
+       cast(count(distinct `group`) as int) as groups_affected
+from {{ ref('unconsumed_messages') }}
+group by 1, 2, 3, 4

@@ -1,0 +1,67 @@
+-- The committed offset of every group, topic and partition now, from both sources: the log
+-- (exact commit times, tombstones applied) and the latest admin-API snapshot. Where both know a
+-- partition, the newer observation wins: a log record newer than the snapshot, or a snapshot
+-- newer than the log record. A snapshot that covered the group but no longer lists a partition
+-- means the offset was removed after the log record.
+with log_offsets as (
+    select * from {{ ref('log_offset_state') }}
+),
+snap as (
+    select * from {{ ref('snapshot_offsets') }}
+),
+latest_snapshot as (
+    select max(snapshot_at) as snapshot_at from snap
+),
+snapshot_groups as (
+    -- groups the latest snapshot described and fetched offsets of without an error
+    select distinct g.`group`
+    from {{ source('bronze', 'group_snapshots') }} g
+    join (select snapshot_id from {{ source('bronze', 'broker_configs') }}
+          order by snapshot_at desc limit 1) l on g.snapshot_id = l.snapshot_id
+),
+joined as (
+    select coalesce(l.`group`, s.`group`) as `group`,
+           coalesce(l.topic, s.topic) as topic,
+           coalesce(l.`partition`, s.`partition`) as `partition`,
+           l.removed, l.committed_offset as log_offset, l.leader_epoch as log_leader_epoch,
+           l.metadata as log_metadata, l.commit_timestamp, l.expire_timestamp,
+           l.record_timestamp,
+           s.committed_offset as snapshot_offset, s.leader_epoch as snapshot_leader_epoch,
+           s.metadata as snapshot_metadata, s.first_seen_at, s.committed_after,
+           (select snapshot_at from latest_snapshot) as snapshot_at,
+           g.`group` is not null as snapshot_covers_group
+    from log_offsets l
+    full outer join snap s
+      on l.`group` = s.`group` and l.topic = s.topic and l.`partition` = s.`partition`
+    left join snapshot_groups g on g.`group` = coalesce(l.`group`, s.`group`)
+),
+decided as (
+    select *,
+           case
+             when log_offset is not null and snapshot_offset is not null then
+               case when log_offset = snapshot_offset or record_timestamp >= snapshot_at
+                    then 'log' else 'snapshot' end
+             when snapshot_offset is not null then
+               case when removed and record_timestamp >= snapshot_at then 'removed' else 'snapshot' end
+             when removed then 'removed'
+             when snapshot_covers_group and record_timestamp < snapshot_at then 'removed'
+             else 'log'
+           end as taken_from
+    from joined
+)
+select `group`, topic, `partition`,
+       case when taken_from = 'log' then log_offset else snapshot_offset end as committed_offset,
+       case when taken_from = 'log' then log_leader_epoch else snapshot_leader_epoch end as leader_epoch,
+       case when taken_from = 'log' then log_metadata else snapshot_metadata end as metadata,
+       -- the log's commit time also holds when the snapshot shows the same offset
+       case when taken_from = 'log' or log_offset = snapshot_offset then commit_timestamp end as commit_timestamp,
+       case when taken_from = 'log' or log_offset = snapshot_offset then expire_timestamp end as expire_timestamp,
+       coalesce(case when taken_from = 'log' or log_offset = snapshot_offset then commit_timestamp end,
+                first_seen_at) as commit_time_estimate,
+       case when taken_from = 'log' or log_offset = snapshot_offset then 'log' else 'snapshot' end
+           as commit_time_source,
+       case when log_offset is not null and snapshot_offset is not null then 'both'
+            when taken_from = 'log' then 'log' else 'snapshot' end as seen_in,
+       snapshot_at
+from decided
+where taken_from <> 'removed'

@@ -1,0 +1,75 @@
+-- Every group's state now. The log says Stable, Empty or Dead as of its latest record; a
+-- snapshot newer than that record says what DescribeGroups reported (including the transitional
+-- PreparingRebalance and CompletingRebalance). A group that has committed offsets but no group
+-- record at all is a standalone group (assign + commit), which Kafka lists as Empty.
+with history as (
+    select * from {{ ref('group_state_history') }}
+),
+latest_log as (
+    select `group`, max_by(struct(*), source_offset) as r
+    from history where source = 'log'
+    group by `group`
+),
+kip848_groups as (
+    select distinct `group` from history where kind = 'kip848'
+),
+latest_snapshot as (
+    select snapshot_id, snapshot_at from {{ source('bronze', 'broker_configs') }}
+    order by snapshot_at desc limit 1
+),
+snapshot_now as (
+    select g.`group`, g.state, g.protocol_type, g.protocol, g.member_count, g.snapshot_at, g.snapshot_id
+    from {{ source('bronze', 'group_snapshots') }} g
+    join latest_snapshot l on g.snapshot_id = l.snapshot_id
+),
+snapshot_since as (
+    -- when the snapshots first saw the current state (the latest change row)
+    select `group`, max(observed_at) as since from history where source = 'snapshot' group by `group`
+),
+standalone as (
+    select distinct `group` from {{ ref('committed_offsets') }}
+),
+combined as (
+    select coalesce(l.`group`, s.`group`, o.`group`) as `group`,
+           case when s.`group` is not null and (l.`group` is null or s.snapshot_at > l.r.observed_at)
+                then 'snapshot'
+                when l.`group` is not null then 'log'
+                else 'offsets' end as state_source,
+           l.r as log, s.state as snapshot_state, s.protocol_type as snapshot_protocol_type,
+           s.protocol as snapshot_protocol, s.member_count as snapshot_member_count,
+           s.snapshot_at, s.snapshot_id, ss.since as snapshot_since,
+           k.`group` is not null as is_kip848
+    from latest_log l
+    full outer join snapshot_now s on s.`group` = l.`group`
+    full outer join standalone o on o.`group` = coalesce(l.`group`, s.`group`)
+    left join snapshot_since ss on ss.`group` = coalesce(l.`group`, s.`group`, o.`group`)
+    left join kip848_groups k on k.`group` = coalesce(l.`group`, s.`group`, o.`group`)
+),
+resolved as (
+    select `group`, state_source, is_kip848,
+           case state_source when 'snapshot' then snapshot_state when 'log' then log.state else 'Empty' end as state,
+           case state_source when 'snapshot' then snapshot_protocol_type when 'log' then log.protocol_type
+                else '' end as protocol_type,
+           case state_source when 'snapshot' then snapshot_protocol else log.protocol end as protocol,
+           log.generation as generation,
+           log.leader as leader,
+           case state_source when 'snapshot' then snapshot_member_count when 'log' then log.member_count
+                else 0 end as member_count,
+           case when state_source = 'log' then log.current_state_timestamp end as current_state_timestamp,
+           case state_source when 'snapshot' then coalesce(snapshot_since, snapshot_at)
+                when 'log' then coalesce(log.current_state_timestamp, log.observed_at) end as state_since,
+           case state_source when 'snapshot' then snapshot_at when 'log' then log.observed_at end as observed_at,
+           log.kind as log_kind, log.source_partition as log_source_partition,
+           log.source_offset as log_source_offset,
+           snapshot_id
+    from combined
+)
+select `group`, state,
+       case when is_kip848 then 'kip848_consumer'
+            when protocol_type = 'consumer' then 'consumer'
+            when protocol_type is null or protocol_type = '' then 'standalone'
+            else 'other_protocol' end as classification,
+       protocol_type, protocol, generation, leader, member_count, current_state_timestamp,
+       state_since, state_source, observed_at, log_kind, log_source_partition, log_source_offset,
+       snapshot_id
+from resolved

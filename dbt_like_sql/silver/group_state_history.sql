@@ -1,0 +1,73 @@
+-- Every observed change of a group's state, from three places:
+--  * classic group records in the log: one per completed rebalance (members: Stable), per group
+--    going Empty (no members), and a tombstone when the group is deleted (Dead);
+--  * KIP-848 records in the log: the member count changes as member records come and go, and a
+--    tombstone of the group's metadata record deletes the group;
+--  * admin-API snapshots: a row when DescribeGroups reports a state other than the group's
+--    previous snapshot did (this is the only place PreparingRebalance and CompletingRebalance,
+--    which Kafka never logs, can show up).
+with classic as (
+    select `group`, source_timestamp as observed_at,
+           case when tombstone then 'Dead' when member_count = 0 then 'Empty' else 'Stable' end as state,
+           protocol_type, protocol, generation, leader, member_count, current_state_timestamp,
+           'log' as source, 'classic' as kind, source_partition, source_offset,
+           cast(null as string) as snapshot_id
+    from {{ source('bronze', 'group_metadata_records') }}
+),
+kip848_member_records as (
+    select `group`, member_id, tombstone, source_timestamp, source_partition, source_offset,
+           lag(tombstone) over (partition by `group`, member_id order by source_offset) as previous_tombstone
+    from {{ source('bronze', 'consumer_group_records') }}
+    where record_type = 'consumer_group_member_metadata'
+),
+kip848_member_changes as (
+    -- +1 when a member appears, -1 when its record is tombstoned; updates of a member are 0
+    select *, case when not tombstone and coalesce(previous_tombstone, true) then 1
+                   when tombstone and previous_tombstone = false then -1
+                   else 0 end as change
+    from kip848_member_records
+),
+kip848_members as (
+    select `group`, source_timestamp as observed_at,
+           cast(sum(change) over (partition by `group` order by source_offset
+                                  rows between unbounded preceding and current row) as int) as member_count,
+           source_partition, source_offset
+    from kip848_member_changes
+    where change <> 0
+),
+kip848 as (
+    select `group`, observed_at, case when member_count = 0 then 'Empty' else 'Stable' end as state,
+           'consumer' as protocol_type, cast(null as string) as protocol, cast(null as int) as generation,
+           cast(null as string) as leader, member_count,
+           cast(null as timestamp) as current_state_timestamp,
+           'log' as source, 'kip848' as kind, source_partition, source_offset,
+           cast(null as string) as snapshot_id
+    from kip848_members
+    union all
+    select `group`, source_timestamp, 'Dead', 'consumer', null, null, null, 0, null,
+           'log', 'kip848', source_partition, source_offset, null
+    from {{ source('bronze', 'consumer_group_records') }}
+    where record_type = 'consumer_group_metadata' and tombstone
+),
+snapshot_observations as (
+    select g.`group`, g.snapshot_at as observed_at, g.state, g.protocol_type, g.protocol,
+           g.member_count, g.snapshot_id,
+           lag(g.state) over (partition by g.`group` order by g.snapshot_at) as previous_state
+    from {{ source('bronze', 'group_snapshots') }} g
+    -- only complete snapshots (broker_configs is written last)
+    join {{ source('bronze', 'broker_configs') }} b on b.snapshot_id = g.snapshot_id
+),
+snapshots as (
+    select `group`, observed_at, state, protocol_type, protocol, cast(null as int) as generation,
+           cast(null as string) as leader, member_count,
+           cast(null as timestamp) as current_state_timestamp,
+           'snapshot' as source, 'snapshot' as kind, cast(null as int) as source_partition,
+           cast(null as bigint) as source_offset, snapshot_id
+    from snapshot_observations
+    where previous_state is null or previous_state <> state
+)
+select * from classic
+union all
+select * from kip848
+union all
+select * from snapshots

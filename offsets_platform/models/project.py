@@ -1,0 +1,212 @@
+"""The dbt-like project: one SELECT per model in `dbt_like_sql/<layer>/`, one YAML per layer.
+
+A model is `<layer>/<name>.sql`. The layer's `<layer>.yml` gives each model its description,
+grain, materialization, unique key, columns (name, Spark SQL type, description, tests) and
+model-level tests. `sources.yml` lists the bronze tables models may read, with their own tests.
+Loading the project checks everything that can be checked without running SQL: every model has
+both its SQL and its YAML, names are unique, every `ref` names a model and every `source` a
+registered table, and the refs form no cycle. Models come back in an order where each one
+follows the models it refs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import yaml
+
+from offsets_platform.lake.tables import TABLES, TableSpec
+from offsets_platform.models.column_types import arrow_schema
+from offsets_platform.models.render import collect_references
+
+DEFAULT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
+MATERIALIZATIONS = ("table", "incremental")
+
+
+class ProjectError(ValueError):
+    """The project's SQL or YAML is inconsistent; the message says where and how."""
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    data_type: str
+    description: str = ""
+    tests: tuple = ()
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    layer: str
+    sql: str
+    sql_path: Path
+    description: str
+    grain: str
+    materialized: str
+    unique_key: tuple[str, ...]
+    columns: tuple[Column, ...]
+    tests: tuple = ()
+    refs: tuple[str, ...] = ()
+    sources: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def code_version(self) -> str:
+        """Changes when the SQL or the declared columns change (Dagster marks the asset stale)."""
+        declared = "".join(f"{c.name}:{c.data_type};" for c in self.columns)
+        return hashlib.sha256((self.sql + declared + self.materialized).encode()).hexdigest()[:16]
+
+    def table_spec(self) -> TableSpec:
+        schema = arrow_schema([(c.name, c.data_type) for c in self.columns], where=f"model {self.name}")
+        return TableSpec(name=self.name, layer=self.layer, schema=schema, keys=self.unique_key,
+                         description=self.description)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A bronze table that models read, with the tests declared for it in sources.yml."""
+
+    name: str
+    layer: str
+    tests: tuple = ()
+
+
+@dataclass
+class ModelProject:
+    path: Path
+    models: list[Model]  # in run order: every model after the models it refs
+    sources: dict[str, Source] = field(default_factory=dict)
+
+    def model(self, name: str) -> Model:
+        for model in self.models:
+            if model.name == name:
+                return model
+        raise KeyError(f"unknown model {name!r}; models: {', '.join(m.name for m in self.models)}")
+
+    def downstream(self, names: set[str]) -> list[Model]:
+        """The named models and every model that refs them, directly or not, in run order."""
+        selected = set(names)
+        for model in self.models:
+            if selected & set(model.refs):
+                selected.add(model.name)
+        return [m for m in self.models if m.name in selected]
+
+
+def load_project(path: str | Path = DEFAULT_PROJECT_DIR) -> ModelProject:
+    """Read and check the project at `path`; raises ProjectError naming the file and model."""
+    path = Path(path)
+    if not path.is_dir():
+        raise ProjectError(f"no dbt-like project at {path}")
+    sources = _load_sources(path / "sources.yml")
+    models: dict[str, Model] = {}
+    for layer_dir in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+        for model in _load_layer(layer_dir):
+            if model.name in models:
+                other = models[model.name]
+                raise ProjectError(f"duplicate model name {model.name!r}: {other.sql_path.relative_to(path)} "
+                                   f"and {model.sql_path.relative_to(path)}")
+            if model.name in TABLES:
+                raise ProjectError(f"model {model.name!r} has the name of a bronze table")
+            models[model.name] = model
+    for model in models.values():
+        for ref in model.refs:
+            if ref not in models:
+                raise ProjectError(f"model {model.name!r} ({model.sql_path.relative_to(path)}) refs "
+                                   f"{ref!r}, which is not a model; models: {', '.join(sorted(models))}")
+        for layer, table in model.sources:
+            if table not in sources or sources[table].layer != layer:
+                raise ProjectError(f"model {model.name!r} reads source({layer!r}, {table!r}), which "
+                                   f"sources.yml does not declare")
+    return ModelProject(path=path, models=[models[name] for name in _run_order(models)], sources=sources)
+
+
+def _run_order(models: dict[str, Model]) -> list[str]:
+    """Every model after the models it refs; among models ready together, by name (stable)."""
+    sorter = TopologicalSorter({m.name: m.refs for m in models.values()})
+    try:
+        sorter.prepare()
+    except CycleError as error:
+        raise ProjectError(f"models ref each other in a cycle: {' -> '.join(error.args[1])}") from None
+    order = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready())
+        order += ready
+        sorter.done(*ready)
+    return order
+
+
+def _load_sources(path: Path) -> dict[str, Source]:
+    if not path.exists():
+        return {}
+    document = yaml.safe_load(path.read_text()) or {}
+    sources = {}
+    for group in document.get("sources", []):
+        for table in group.get("tables", []):
+            name = table["name"]
+            if name not in TABLES:
+                raise ProjectError(f"{path.name}: source {name!r} is not a registered table")
+            sources[name] = Source(name=name, layer=group["name"], tests=tuple(table.get("tests", ())))
+    return sources
+
+
+def _load_layer(layer_dir: Path) -> list[Model]:
+    layer = layer_dir.name
+    yml = layer_dir / f"{layer}.yml"
+    sql_files = {p.stem: p for p in sorted(layer_dir.glob("*.sql"))}
+    if not yml.exists():
+        if sql_files:
+            raise ProjectError(f"{layer}/ has SQL models but no {yml.name}")
+        return []
+    entries = (yaml.safe_load(yml.read_text()) or {}).get("models", [])
+    declared = [entry["name"] for entry in entries]
+    duplicates = sorted({name for name in declared if declared.count(name) > 1})
+    if duplicates:
+        raise ProjectError(f"{layer}/{yml.name} declares duplicate model names: {duplicates}")
+    undeclared = sorted(set(sql_files) - set(declared))
+    if undeclared:
+        raise ProjectError(f"{layer}/: SQL without an entry in {yml.name}: {undeclared}")
+    models = []
+    for entry in entries:
+        name = entry["name"]
+        if name not in sql_files:
+            raise ProjectError(f"{layer}/{yml.name} declares model {name!r} but {layer}/{name}.sql is missing")
+        models.append(_model(layer, sql_files[name], entry))
+    return models
+
+
+def _model(layer: str, sql_path: Path, entry: dict) -> Model:
+    name = entry["name"]
+    where = f"{layer}/{sql_path.name}"
+    materialized = entry.get("materialized", "table")
+    if materialized not in MATERIALIZATIONS:
+        raise ProjectError(f"{where}: materialized must be one of {MATERIALIZATIONS}, not {materialized!r}")
+    unique_key = tuple(entry.get("unique_key", ()))
+    if materialized == "incremental" and not unique_key:
+        raise ProjectError(f"{where}: an incremental model needs a unique_key to merge on")
+    columns = tuple(Column(name=c["name"], data_type=c["data_type"], description=c.get("description", ""),
+                           tests=tuple(c.get("tests", ()))) for c in entry.get("columns", ()))
+    if not columns:
+        raise ProjectError(f"{where}: the YAML entry declares no columns")
+    missing_keys = sorted(set(unique_key) - {c.name for c in columns})
+    if missing_keys:
+        raise ProjectError(f"{where}: unique_key columns {missing_keys} are not declared columns")
+    sql = sql_path.read_text()
+    refs, sources = collect_references(sql, where)
+    return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
+                 grain=entry.get("grain", ""), materialized=materialized, unique_key=unique_key,
+                 columns=columns, tests=tuple(entry.get("tests", ())), refs=refs, sources=sources)
+
+
+@lru_cache(maxsize=None)
+def default_project() -> ModelProject:
+    """The project shipped in the repository's `dbt_like_sql/` (loaded once per process)."""
+    return load_project(DEFAULT_PROJECT_DIR)
+
+
+def model_table_specs() -> dict[str, TableSpec]:
+    """The table specs of the default project's models, for the lake's registry."""
+    return {model.name: model.table_spec() for model in default_project().models}

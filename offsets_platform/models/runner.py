@@ -1,0 +1,195 @@
+"""Running the dbt-like models on Spark and writing each result to its Delta table.
+
+A `table` model is recomputed and overwrites its table. An `incremental` model, once it has run,
+sees in `source(..., new_only=true)` only the Delta files appended to that source since its last
+run, and its result is merged into its table by `unique_key`; the first run, a `full_refresh`,
+a change of the model's SQL, or a source that was rewritten rather than appended to make it a
+full run. Incremental models must be idempotent upserts: if a run dies after its merge but before
+it is recorded in `model_runs`, the next run merges the same rows again.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable
+
+import pyarrow as pa
+
+from offsets_platform.lake import Lake
+from offsets_platform.lake.tables import register_model_tables
+from offsets_platform.models.project import Model, ModelProject, default_project
+from offsets_platform.models.render import new_rows_view, render, this_view
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+RUNS_TABLE = "model_runs"
+NO_SOURCE = "-"  # the model_runs row of a model that reads no source
+
+
+class ModelRunError(RuntimeError):
+    """A model's SQL failed or its result does not match its declared columns."""
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    model: str
+    mode: str  # 'full' or 'incremental'
+    rows_written: int  # rows in the result (all rows for a full run, merged rows for incremental)
+    rows_in_table: int
+    seconds: float
+    new_files: dict[str, int] = field(default_factory=dict)  # per new_only source, files read
+
+
+@dataclass
+class _SourceRead:
+    version: int
+    files: list[str]
+    new_files: list[str] | None = None  # set in an incremental run
+
+
+def default_variables(now: datetime | None = None) -> dict[str, Any]:
+    """The variables every run gets unless the caller overrides them."""
+    now = now or datetime.now(timezone.utc)
+    return {
+        # The instant "now" in the rules (expirable now, lag now); one value for a whole refresh.
+        "as_of": now.strftime("%Y-%m-%d %H:%M:%S.%f"),
+        # Kafka's default offsets.retention.minutes, used when no snapshot knows the broker's.
+        "offsets_retention_minutes_fallback": 10080,
+        # KIP-490 watch list per topic; a topic not listed watches every group with offsets on it.
+        "watched_groups": {},
+        # Width of a coordinator_metrics time bucket.
+        "metrics_bucket_minutes": 60,
+    }
+
+
+class ModelRunner:
+    """Runs a project's models on one SparkSession against one lake."""
+
+    def __init__(self, spark: "SparkSession", lake: Lake, project: ModelProject | None = None,
+                 variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print):
+        self.spark = spark
+        self.lake = lake
+        self.project = project or default_project()
+        self.variables = {**default_variables(), **(variables or {})}
+        self.emit = emit
+        register_model_tables({model.name: model.table_spec() for model in self.project.models})
+
+    def run_all(self, select: list[str] | None = None, full_refresh: bool = False) -> list[ModelRun]:
+        """Run the selected models (default all) in dependency order."""
+        models = [m for m in self.project.models if select is None or m.name in select]
+        runs = []
+        for index, model in enumerate(models, start=1):
+            self.emit(f"[{index}/{len(models)}] model {model.layer}.{model.name} ...")
+            run = self.run(model.name, full_refresh=full_refresh)
+            self.emit(f"[{index}/{len(models)}] model {model.layer}.{model.name}: {run.mode}, "
+                      f"{run.rows_written:,} rows written, {run.rows_in_table:,} in table, {run.seconds:.1f} s")
+            runs.append(run)
+        return runs
+
+    def run(self, name: str, full_refresh: bool = False) -> ModelRun:
+        started = time.monotonic()
+        model = self.project.model(name)
+        reads = self._plan_reads(model, full_refresh)
+        incremental = all(read.new_files is not None for read in reads.values()) and bool(reads) \
+            and model.materialized == "incremental" and not full_refresh
+        context = render(model.name, model.sql, self.variables, incremental=incremental)
+        self._register_views(model, context.new_only_sources, reads, incremental)
+        try:
+            result = self.spark.sql(context.sql)
+            data = self._to_arrow(model, result)
+        except ModelRunError:
+            raise
+        except Exception as error:  # Spark's analysis and runtime errors: say which model
+            raise ModelRunError(f"model {model.name} ({model.layer}/{model.sql_path.name}) failed: "
+                                f"{_first_line(error)}") from error
+        if incremental:
+            self.lake.merge(model.name, data)
+        else:
+            self.lake.overwrite(model.name, data)
+        self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(model.name)
+        self._record(model, "incremental" if incremental else "full", reads, data.num_rows)
+        return ModelRun(model=model.name, mode="incremental" if incremental else "full",
+                        rows_written=data.num_rows, rows_in_table=self.lake.count(model.name),
+                        seconds=time.monotonic() - started,
+                        new_files={t: len(r.new_files) for t, r in reads.items() if r.new_files is not None})
+
+    def _plan_reads(self, model: Model, full_refresh: bool) -> dict[str, _SourceRead]:
+        """Pin every source at its current version; for an incremental model that ran before with
+        this code, also find the files appended since the version it last read."""
+        reads = {}
+        last = {} if full_refresh or model.materialized != "incremental" else self._last_versions(model)
+        for _, table in model.sources:
+            version = self.lake.version(table)
+            read = _SourceRead(version=version, files=self.lake.files(table, version))
+            if table in last and self.lake.exists(model.name):
+                read.new_files = _appended_files(self.lake, table, last[table], read.files)
+            reads[table] = read
+        return reads
+
+    def _last_versions(self, model: Model) -> dict[str, int]:
+        if not self.lake.exists(RUNS_TABLE):
+            return {}
+        rows = self.lake.query(
+            f"select source, source_version, code_version, run_id, finished_at from {RUNS_TABLE} "
+            f"where model = '{model.name}' order by finished_at desc", RUNS_TABLE).to_pylist()
+        if not rows or rows[0]["code_version"] != model.code_version:
+            return {}
+        latest_run = rows[0]["run_id"]
+        return {row["source"]: row["source_version"] for row in rows if row["run_id"] == latest_run}
+
+    def _register_views(self, model: Model, new_only: list[str], reads: dict[str, _SourceRead],
+                        incremental: bool) -> None:
+        for table, read in reads.items():
+            self.lake.spark_read(self.spark, table, files=read.files).createOrReplaceTempView(table)
+        for table in new_only:
+            self.lake.spark_read(self.spark, table, files=reads[table].new_files) \
+                .createOrReplaceTempView(new_rows_view(table))
+        for ref in model.refs:
+            self.lake.spark_read(self.spark, ref).createOrReplaceTempView(ref)
+        if incremental:
+            self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(this_view(model.name))
+
+    def _to_arrow(self, model: Model, result: "DataFrame") -> pa.Table:
+        declared = [column.name for column in model.columns]
+        produced = result.columns
+        if sorted(declared) != sorted(produced):
+            raise ModelRunError(
+                f"model {model.name}: the SQL's columns do not match {model.layer}.yml; "
+                f"missing from the SQL: {sorted(set(declared) - set(produced))}, "
+                f"not declared: {sorted(set(produced) - set(declared))}")
+        return result.select(*[f"`{name}`" for name in declared]).toArrow()
+
+    def _record(self, model: Model, mode: str, reads: dict[str, _SourceRead], rows: int) -> None:
+        run_id = uuid.uuid4().hex
+        now = datetime.now(timezone.utc)
+        entries = [(table, read.version) for table, read in reads.items()] or [(NO_SOURCE, -1)]
+        self.lake.append(RUNS_TABLE, pa.table({
+            "model": [model.name] * len(entries),
+            "run_id": [run_id] * len(entries),
+            "mode": [mode] * len(entries),
+            "source": [table for table, _ in entries],
+            "source_version": [version for _, version in entries],
+            "code_version": [model.code_version] * len(entries),
+            "rows_written": [rows] * len(entries),
+            "finished_at": [now] * len(entries),
+        }))
+
+
+def _appended_files(lake: Lake, table: str, since_version: int, current: list[str]) -> list[str] | None:
+    """Files added since `since_version`, or None when files were also removed (the table was
+    rewritten, so only a full run is correct) or that version can no longer be loaded."""
+    try:
+        before = set(lake.files(table, since_version))
+    except Exception:  # delta-rs raises various errors for versions whose log was cleaned up
+        return None
+    if not before <= set(current):
+        return None
+    return [uri for uri in current if uri not in before]
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -1,0 +1,101 @@
+"""Hand-built bronze input for the model tests: records and snapshots as ingest would write them.
+
+Every method adds rows with only the fields a rule looks at; the rest are filled with what
+ingest writes (nulls, a run id). Log records of one group get increasing source offsets in
+one `__consumer_offsets` partition, in the order they are added, as Kafka appends them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+
+from offsets_platform.lake import Lake
+from offsets_platform.lake.tables import table_spec
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def at(days: float = 0, hours: float = 0, minutes: float = 0, seconds: float = 0) -> datetime:
+    return T0 + timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+
+
+class BronzeBuilder:
+    def __init__(self):
+        self.rows: dict[str, list[dict]] = defaultdict(list)
+        self._next_offset = 0
+
+    def _log(self, table: str, written_at: datetime, **fields) -> dict:
+        row = {"source_partition": 0, "source_offset": self._next_offset, "source_timestamp": written_at,
+               "ingest_run_id": "test", "ingested_at": written_at, "key_version": 1, **fields}
+        self._next_offset += 1
+        self.rows[table].append(row)
+        return row
+
+    # --- __consumer_offsets records ---------------------------------------------------------
+    def commit(self, group: str, topic: str, partition: int, offset: int, committed_at: datetime,
+               expire_at: datetime | None = None) -> None:
+        self._log("offset_commit_records", committed_at, group=group, topic=topic, partition=partition,
+                  tombstone=False, value_version=1 if expire_at else 3, offset=offset, leader_epoch=-1,
+                  metadata="", commit_timestamp=committed_at, expire_timestamp=expire_at)
+
+    def offset_tombstone(self, group: str, topic: str, partition: int, written_at: datetime) -> None:
+        self._log("offset_commit_records", written_at, group=group, topic=topic, partition=partition,
+                  tombstone=True)
+
+    def group_record(self, group: str, written_at: datetime, members: dict[str, list[str] | None] = {},
+                     protocol_type: str = "consumer", current_state_at: datetime | None = None,
+                     generation: int = 1) -> None:
+        """A classic group record; `members` maps member id to subscribed topics (None: opaque)."""
+        row = self._log("group_metadata_records", written_at, key_version=2, group=group, tombstone=False,
+                        value_version=3 if current_state_at else 1, protocol_type=protocol_type,
+                        generation=generation, protocol="range" if members else None,
+                        leader=next(iter(members), None), current_state_timestamp=current_state_at,
+                        member_count=len(members))
+        for index, (member_id, topics) in enumerate(members.items()):
+            self.rows["group_metadata_members"].append({
+                **{k: row[k] for k in ("source_partition", "source_offset", "source_timestamp", "ingest_run_id",
+                                       "ingested_at", "group")},
+                "member_index": index, "member_id": member_id, "client_id": member_id, "client_host": "/10.0.0.1",
+                "subscription_version": 0 if topics is not None else None, "subscribed_topics": topics})
+
+    def group_tombstone(self, group: str, written_at: datetime) -> None:
+        self._log("group_metadata_records", written_at, key_version=2, group=group, tombstone=True)
+
+    def kip848_group(self, group: str, written_at: datetime, epoch: int = 1, tombstone: bool = False) -> None:
+        self._log("consumer_group_records", written_at, key_version=3, record_type="consumer_group_metadata",
+                  group=group, tombstone=tombstone, group_epoch=None if tombstone else epoch)
+
+    def kip848_member(self, group: str, member_id: str, written_at: datetime, topics: list[str] | None = None,
+                      tombstone: bool = False) -> None:
+        self._log("consumer_group_records", written_at, key_version=5,
+                  record_type="consumer_group_member_metadata", group=group, member_id=member_id,
+                  tombstone=tombstone, subscribed_topic_names=None if tombstone else topics)
+
+    def pending_commit(self, group: str, topic: str, partition: int, seen_at: datetime) -> None:
+        self.rows["pending_offset_commits"].append({"group": group, "topic": topic, "partition": partition,
+                                                    "source_partition": 0, "source_offset": 10**9,
+                                                    "observed_at": seen_at})
+
+    # --- admin-API snapshots ----------------------------------------------------------------
+    def snapshot(self, snapshot_at: datetime, groups: list[dict] = (), members: list[dict] = (),
+                 offsets: list[dict] = (), logs: list[dict] = (), topics: list[dict] = (),
+                 retention_minutes: int = 10080) -> str:
+        """One complete snapshot; each list holds rows of its table without the snapshot fields."""
+        snapshot_id = f"s-{snapshot_at:%Y%m%d%H%M%S}"
+        common = {"snapshot_id": snapshot_id, "snapshot_at": snapshot_at}
+        for table, rows in (("group_snapshots", groups), ("group_member_snapshots", members),
+                            ("committed_offset_snapshots", offsets), ("log_offset_snapshots", logs),
+                            ("topic_configs", topics)):
+            self.rows[table] += [{**common, **row} for row in rows]
+        self.rows["broker_configs"].append({**common, "offsets_retention_minutes": retention_minutes,
+                                            "offsets_retention_source": "broker"})
+        return snapshot_id
+
+    def write(self, lake: Lake) -> None:
+        for table, rows in self.rows.items():
+            schema = table_spec(table).schema
+            lake.append(table, pa.Table.from_pylist([{name: row.get(name) for name in schema.names}
+                                                     for row in rows], schema=schema))

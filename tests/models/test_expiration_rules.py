@@ -1,0 +1,152 @@
+"""Each offset-expiration rule of KAFKA_SEMANTICS.md on a hand-built input.
+
+One lake holds one group per case; the expected answer of each test is worked out from the rule
+in the test itself. The broker's offsets.retention.minutes comes from the snapshot (1 day here,
+not Kafka's default), so a model that ignored it would get every expires_at wrong.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.models.bronze_builder import BronzeBuilder, at
+from tests.models.conftest import rows_by, run_models
+
+RETENTION = timedelta(minutes=1440)
+AS_OF = at(days=3)
+
+
+@pytest.fixture(scope="module")
+def expirable(spark, module_lake):
+    b = BronzeBuilder()
+    # Empty group whose record says when it became Empty (v2+ current_state_timestamp).
+    b.group_record("empty-ts", at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
+    b.commit("empty-ts", "orders", 0, 42, at(hours=2))
+    b.group_record("empty-ts", at(hours=5), members={}, current_state_at=at(hours=5), generation=2)
+    # Empty group whose record (v1) has no current_state_timestamp: base = each commit's time.
+    b.group_record("empty-no-ts", at(hours=1), members={})
+    b.commit("empty-no-ts", "orders", 0, 7, at(hours=3))
+    b.commit("empty-no-ts", "orders", 1, 8, at(hours=4))
+    # Legacy per-offset expire timestamp (value v1), in an Empty group.
+    b.group_record("legacy", at(hours=1), members={}, current_state_at=at(hours=1))
+    b.commit("legacy", "orders", 0, 5, at(hours=2), expire_at=at(days=10))
+    # Stable consumer group: subscribed to orders, still holding offsets of old-topic.
+    b.group_record("stable", at(hours=1), members={"m1": ["orders"], "m2": ["orders", "audit"]},
+                   current_state_at=at(hours=1))
+    b.commit("stable", "orders", 0, 100, at(hours=6))
+    b.commit("stable", "audit", 0, 3, at(hours=6))
+    b.commit("stable", "old-topic", 0, 9, at(hours=2))
+    b.commit("stable", "old-topic", 1, 10, at(days=2, hours=12))
+    # Standalone consumer: offsets only, no group record.
+    b.commit("standalone", "orders", 0, 1, at(hours=7))
+    # Standalone with a group record of empty protocol type.
+    b.group_record("standalone-empty-type", at(hours=1), members={}, protocol_type="")
+    b.commit("standalone-empty-type", "orders", 0, 2, at(hours=8))
+    # Non-consumer protocol (Kafka Connect), Stable.
+    b.group_record("connect", at(hours=1), members={"w1": None}, protocol_type="connect")
+    b.commit("connect", "sink-input", 0, 11, at(hours=1))
+    # Stable consumer group whose member subscription is unreadable.
+    b.group_record("opaque", at(hours=1), members={"m1": None})
+    b.commit("opaque", "orders", 0, 12, at(hours=1))
+    # KIP-848 consumer group subscribed to payments, with an old offset of refunds.
+    b.kip848_group("kip848", at(hours=1))
+    b.kip848_member("kip848", "m1", at(hours=1), topics=["payments"])
+    b.commit("kip848", "payments", 0, 13, at(hours=2))
+    b.commit("kip848", "refunds", 0, 14, at(hours=3))
+    # Standalone with a transactional commit still pending.
+    b.commit("pending", "orders", 0, 15, at(hours=1))
+    b.pending_commit("pending", "orders", 0, at(days=2))
+    # An offset deleted (tombstone) is gone.
+    b.commit("deleted", "orders", 0, 16, at(hours=1))
+    b.offset_tombstone("deleted", "orders", 0, at(hours=2))
+    # A group rebalancing now: the log says Stable, the newer snapshot PreparingRebalance.
+    b.group_record("rebalancing", at(hours=1), members={"m1": ["orders"]})
+    b.commit("rebalancing", "old-topic", 0, 17, at(hours=1))
+    b.snapshot(at(days=2), retention_minutes=int(RETENTION.total_seconds() // 60),
+               groups=[{"group": "rebalancing", "state": "PreparingRebalance", "protocol_type": "consumer",
+                        "protocol": "", "member_count": 1}],
+               offsets=[{"group": "rebalancing", "topic": "old-topic", "partition": 0, "committed_offset": 17}])
+    b.write(module_lake)
+    run_models(spark, module_lake, AS_OF)
+    return rows_by(module_lake, "expirable_offsets", "group", "topic", "partition")
+
+
+def test_empty_group_with_current_state_timestamp_expires_from_when_it_became_empty(expirable):
+    row = expirable[("empty-ts", "orders", 0)]
+    assert (row["rule"], row["group_state"]) == ("empty_group", "Empty")
+    assert row["base_time"] == at(hours=5)
+    assert row["expires_at"] == at(hours=5) + RETENTION
+    assert row["expired_now"] is (AS_OF >= at(hours=5) + RETENTION)
+
+
+def test_empty_group_without_current_state_timestamp_uses_each_commit_time(expirable):
+    for partition, committed in ((0, at(hours=3)), (1, at(hours=4))):
+        row = expirable[("empty-no-ts", "orders", partition)]
+        assert row["rule"] == "empty_group"
+        assert row["base_time"] == committed
+        assert row["expires_at"] == committed + RETENTION
+
+
+def test_legacy_expire_timestamp_replaces_base_plus_retention(expirable):
+    row = expirable[("legacy", "orders", 0)]
+    assert row["rule"] == "legacy_expire_timestamp"
+    assert row["expires_at"] == at(days=10)
+    assert row["expired_now"] is False
+
+
+def test_stable_consumer_group_expires_only_unsubscribed_topics(expirable):
+    for topic in ("orders", "audit"):
+        row = expirable[("stable", topic, 0)]
+        assert (row["rule"], row["expires_at"]) == ("not_eligible", None)
+        assert row["not_eligible_reason"] == "topic subscribed by a member"
+    old_0, old_1 = expirable[("stable", "old-topic", 0)], expirable[("stable", "old-topic", 1)]
+    assert old_0["rule"] == old_1["rule"] == "unsubscribed_topic"
+    assert old_0["expires_at"] == at(hours=2) + RETENTION and old_0["expired_now"] is True
+    assert old_1["expires_at"] == at(days=2, hours=12) + RETENTION and old_1["expired_now"] is False
+
+
+def test_standalone_groups_expire_from_commit_time(expirable):
+    for group, committed in (("standalone", at(hours=7)), ("standalone-empty-type", at(hours=8))):
+        row = expirable[(group, "orders", 0)]
+        assert (row["rule"], row["classification"]) == ("standalone", "standalone")
+        assert row["expires_at"] == committed + RETENTION
+
+
+def test_rebalancing_group_expires_nothing(expirable):
+    row = expirable[("rebalancing", "old-topic", 0)]
+    assert row["group_state"] == "PreparingRebalance"
+    assert (row["rule"], row["not_eligible_reason"]) == ("not_eligible", "group is rebalancing")
+    assert row["expires_at"] is None and row["expired_now"] is False
+
+
+def test_non_consumer_protocol_while_stable_expires_nothing(expirable):
+    row = expirable[("connect", "sink-input", 0)]
+    assert (row["classification"], row["rule"]) == ("other_protocol", "not_eligible")
+    assert row["not_eligible_reason"] == "Stable group with protocol type connect"
+
+
+def test_unknown_subscriptions_expire_nothing(expirable):
+    row = expirable[("opaque", "orders", 0)]
+    assert (row["rule"], row["not_eligible_reason"]) == ("not_eligible", "subscriptions unknown")
+
+
+def test_kip848_group_expires_topics_no_member_subscribes(expirable):
+    assert expirable[("kip848", "payments", 0)]["rule"] == "not_eligible"
+    row = expirable[("kip848", "refunds", 0)]
+    assert (row["classification"], row["rule"]) == ("kip848_consumer", "kip848_unsubscribed_topic")
+    assert row["expires_at"] == at(hours=3) + RETENTION
+
+
+def test_pending_transactional_commit_never_expires(expirable):
+    row = expirable[("pending", "orders", 0)]
+    assert (row["rule"], row["not_eligible_reason"]) == ("not_eligible", "pending transactional commit")
+
+
+def test_deleted_offset_is_gone(expirable):
+    assert not [key for key in expirable if key[0] == "deleted"]
+
+
+def test_retention_comes_from_the_broker_config(expirable):
+    assert {row["retention_minutes"] for row in expirable.values()} == {1440}
