@@ -1,0 +1,125 @@
+"""KIP-490 loss, lag and forecasts from admin-API snapshots only, on a hand-built input.
+
+Three snapshots ten minutes apart of topic `events` (cleanup.policy=delete, retention.ms 1 h)
+whose log start moves 0 -> 60 -> 150 while the log end grows 100 -> 200 -> 300:
+- `slow` stays at offset 40 and loses [40, 60) then [60, 150);
+- `fast` keeps up and loses nothing; `mid` sits at 150 in the last snapshot;
+- `clicks` is watched by a configured group `audit` that has no committed offset: it loses
+  everything deleted; `state` is compacted and out of scope;
+- `stopped` is Stable, then Empty from the second snapshot on.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.models.bronze_builder import BronzeBuilder, at
+from tests.models.conftest import rows_by, run_models
+
+S1, S2, S3 = at(days=1), at(days=1, minutes=10), at(days=1, minutes=20)
+RETENTION_MS = 3_600_000
+
+
+def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopped_state: str) -> None:
+    topics = [{"topic": "events", "retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"},
+              {"topic": "clicks", "retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"},
+              {"topic": "state", "retention_ms": -1, "retention_bytes": -1, "cleanup_policy": "compact"}]
+    logs = [{"topic": t, "partition": 0, "log_start_offset": start, "log_end_offset": end}
+            for t in ("events", "clicks", "state")]
+    b.snapshot(when, topics=topics, logs=logs,
+               groups=[{"group": "stopped", "state": stopped_state, "protocol_type": "consumer", "protocol": "",
+                        "member_count": 1 if stopped_state == "Stable" else 0}],
+               members=[{"group": "stopped", "member_id": "m1", "subscribed_topics": ["events"]}]
+               if stopped_state == "Stable" else [],
+               offsets=[{"group": g, "topic": t, "partition": 0, "committed_offset": o}
+                        for (g, t), o in offsets.items()])
+
+
+@pytest.fixture(scope="module")
+def lake(spark, module_lake):
+    b = BronzeBuilder()
+    _snapshot(b, S1, 0, 100, {("slow", "events"): 40, ("fast", "events"): 100, ("mid", "events"): 90,
+                              ("stopped", "events"): 50, ("slow", "state"): 0}, "Stable")
+    _snapshot(b, S2, 60, 200, {("slow", "events"): 40, ("fast", "events"): 200, ("mid", "events"): 120,
+                               ("stopped", "events"): 50, ("slow", "state"): 0}, "Empty")
+    _snapshot(b, S3, 150, 300, {("slow", "events"): 40, ("fast", "events"): 300, ("mid", "events"): 150,
+                                ("stopped", "events"): 50, ("slow", "state"): 0}, "Empty")
+    b.write(module_lake)
+    run_models(spark, module_lake, S3 + timedelta(minutes=1), watched_groups={"clicks": ["audit"]})
+    return module_lake
+
+
+def test_slow_group_loses_what_retention_deleted_before_it_was_consumed(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    first, second = facts[("slow", "events", S2)], facts[("slow", "events", S3)]
+    # [max(previous log start, committed), new log start)
+    assert (first["lost_from_offset"], first["lost_to_offset"], first["lost_count"]) == (40, 60, 20)
+    assert (second["lost_from_offset"], second["lost_to_offset"], second["lost_count"]) == (60, 150, 90)
+    assert second["retention_ms"] == RETENTION_MS and second["watched_by"] == "default"
+
+
+def test_group_that_keeps_up_loses_nothing_and_compacted_topics_are_out_of_scope(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    assert not [k for k in facts if k[0] in ("fast", "mid")]
+    assert not [k for k in facts if k[1] == "state"]
+
+
+def test_watched_group_without_committed_offset_loses_everything_deleted(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    assert facts[("audit", "clicks", S2)]["committed_offset"] is None
+    assert facts[("audit", "clicks", S2)]["lost_count"] == 60 - 0
+    assert facts[("audit", "clicks", S3)]["lost_count"] == 150 - 60
+    assert facts[("audit", "clicks", S3)]["watched_by"] == "configured"
+
+
+def test_non_consumed_total_sums_losses_per_partition(lake):
+    (row,) = [r for r in lake.read_arrow("non_consumed_metrics").to_pylist() if r["topic"] == "events"]
+    slow = (60 - 40) + (150 - 60)
+    stopped = (60 - 50) + (150 - 60)  # committed 50 in every snapshot
+    assert row["non_consumed_total"] == slow + stopped and row["groups_affected"] == 2
+
+
+def test_lag_in_messages_and_below_log_start(lake):
+    lag = rows_by(lake, "consumer_lag", "group", "topic")
+    slow = lag[("slow", "events")]
+    assert (slow["lag_messages"], slow["below_log_start"], slow["messages_below_log_start"]) == (260, True, 110)
+    assert (lag[("fast", "events")]["lag_messages"], lag[("fast", "events")]["lag_ms"]) == (0, 0)
+
+
+def test_time_lag_is_interpolated_between_snapshots(lake):
+    mid = rows_by(lake, "consumer_lag", "group", "topic")[("mid", "events")]
+    # offset 150 was written when the log end passed it between S1 (end 100) and S2 (end 200)
+    written_at = S1 + (S2 - S1) * (150 + 1 - 100) / (200 - 100)
+    assert mid["lag_ms"] == int((S3 - written_at).total_seconds() * 1000)
+    assert mid["time_lag_is_lower_bound"] is False
+    slow = rows_by(lake, "consumer_lag", "group", "topic")[("slow", "events")]
+    # offset 40 was already written at the first snapshot: the age is at least S3 - S1
+    assert (slow["lag_ms"], slow["time_lag_is_lower_bound"]) == ((S3 - S1).total_seconds() * 1000, True)
+
+
+def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
+    forecast = rows_by(lake, "retention_forecast", "group", "topic")
+    mid = forecast[("mid", "events")]
+    age_ms = mid["oldest_unconsumed_age_ms"]
+    assert mid["hours_left"] == round((RETENTION_MS - age_ms) / 3_600_000, 3)
+    assert mid["deletion_expected_at"] == S3 + timedelta(milliseconds=RETENTION_MS - age_ms)
+    assert ("fast", "events") not in forecast  # nothing unconsumed
+    assert ("slow", "state") not in forecast  # compacted
+
+
+def test_stopped_group_expires_retention_after_the_first_snapshot_that_saw_it_empty(lake):
+    row = rows_by(lake, "expirable_offsets", "group", "topic")[("stopped", "events")]
+    assert (row["group_state"], row["rule"]) == ("Empty", "empty_group")
+    assert row["base_time"] == S2 and row["base_time_estimated"] is True
+    assert row["expires_at"] == S2 + timedelta(minutes=10080)
+
+
+def test_snapshot_commit_time_bounds(lake):
+    offsets = rows_by(lake, "snapshot_offsets", "group", "topic")
+    assert (offsets[("slow", "events")]["first_seen_at"], offsets[("slow", "events")]["committed_after"]) == (S1, None)
+    assert (offsets[("fast", "events")]["first_seen_at"], offsets[("fast", "events")]["committed_after"]) == (S3, S2)
+    committed = rows_by(lake, "committed_offsets", "group", "topic")
+    assert committed[("fast", "events")]["commit_time_estimate"] == S3
+    assert committed[("fast", "events")]["commit_time_source"] == "snapshot"
