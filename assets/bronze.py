@@ -5,10 +5,10 @@ from dagster import AssetExecutionContext, MaterializeResult, multi_asset
 
 from assets.resources import KafkaResource, LakeResource
 from assets.table_specs import table_asset_spec, table_metadata
-from offsets_platform.ingest.offsets_topic import CHECKPOINTS, ingest_offsets_topic
+from offsets_platform.ingest.offsets_topic import CHECKPOINTS, PENDING, ingest_offsets_topic
 from offsets_platform.lake.tables import RECORD_TABLES
 
-BRONZE_OFFSETS_TABLES = RECORD_TABLES + (CHECKPOINTS,)
+BRONZE_OFFSETS_TABLES = RECORD_TABLES + (CHECKPOINTS, PENDING)
 
 
 @multi_asset(specs=[table_asset_spec(name, "bronze", {"kafka"}) for name in BRONZE_OFFSETS_TABLES],
@@ -28,4 +28,6 @@ def offsets_topic_bronze(context: AssetExecutionContext, kafka: KafkaResource, l
                 "seconds": round(result.seconds, 2),
                 "records_per_second": round(result.records_read / result.seconds) if result.seconds else 0,
             })
+        if name == PENDING:
+            metadata["pending_commits"] = result.pending_commits
         yield MaterializeResult(asset_key=name, metadata=metadata)

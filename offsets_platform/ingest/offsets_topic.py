@@ -21,11 +21,13 @@ import pyarrow.compute as pc
 from offsets_platform.codec import decode_batch
 from offsets_platform.ingest.progress import Progress
 from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
+from offsets_platform.kafka.open_transactions import read_past_stable_offsets
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import RECORD_TABLES, UTC_MICROS
 from offsets_platform.settings import KafkaConnection
 
 CHECKPOINTS = "offsets_topic_checkpoints"
+PENDING = "pending_offset_commits"
 
 
 @dataclass
@@ -38,6 +40,7 @@ class IngestResult:
     resumed_from: dict[int, int] = field(default_factory=dict)
     end_offsets: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
+    pending_commits: int = 0
 
     @property
     def rejected(self) -> int:
@@ -97,6 +100,12 @@ def ingest_offsets_topic(
             write_batch(lake, raw, result, started, already, after_write)
             progress.advance(raw.num_rows)
     progress.finish()
+    # plan.end is where read_committed stops: each partition's last stable offset.
+    pending = pending_commit_rows(read_past_stable_offsets(connection, plan.end), started)
+    lake.overwrite(PENDING, pending)
+    result.pending_commits = pending.num_rows
+    if pending.num_rows:
+        emit(f"{pending.num_rows:,} offset commits are in transactions still open (kept in {PENDING})")
     result.seconds = (datetime.now(timezone.utc) - started).total_seconds()
     return result
 
@@ -152,6 +161,18 @@ def bronze_tables(raw: pa.Table, run_id: str, ingested_at: datetime) -> dict[str
             table = table.append_column("value", raw["value"].take(rows))
         tables[name] = table
     return tables
+
+
+def pending_commit_rows(raw: pa.Table, observed_at: datetime) -> pa.Table:
+    """The offset commits (not tombstones) among records of still-open transactions."""
+    commits = decode_batch(raw["key"], raw["value"]).offset_commits
+    commits = commits.filter(pc.invert(commits["tombstone"]))
+    source = raw.select(["source_partition", "source_offset"]).take(commits["row"])
+    return pa.table({
+        "group": commits["group"], "topic": commits["topic"], "partition": commits["partition"],
+        "source_partition": source["source_partition"], "source_offset": source["source_offset"],
+        "observed_at": pa.repeat(pa.scalar(observed_at, UTC_MICROS), commits.num_rows),
+    })
 
 
 def checkpoint_rows(raw: pa.Table, run_id: str) -> pa.Table:

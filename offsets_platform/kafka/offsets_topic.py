@@ -128,7 +128,7 @@ class OffsetsTopicReader:
             if any(map(Message.error, messages)):  # end-of-partition events, rarely errors
                 messages = self._drop_events(messages, pending)
             if messages:
-                chunk = _to_arrow(messages)
+                chunk = messages_to_arrow(messages)
                 for partition, next_offset in _next_offsets(chunk).items():
                     if next_offset >= plan.end[partition]:
                         pending.discard(partition)
@@ -163,7 +163,7 @@ class OffsetsTopicReader:
         self.close()
 
 
-def _to_arrow(messages: list) -> pa.Table:
+def messages_to_arrow(messages: list) -> pa.Table:
     # map() over the unbound methods is the cheapest way out of librdkafka's Message objects
     # (about 3.5 M messages/s per column here).
     return pa.table(

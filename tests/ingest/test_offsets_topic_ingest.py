@@ -186,9 +186,14 @@ def test_transactional_records_count_only_after_their_commit(fresh_connection, l
     in_transaction(3)
     producer.flush(10)
 
-    ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
+    result = ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
     assert [r["offset"] for r in lake.read_arrow("offset_commit_records").to_pylist()] == [1]
+    # the open transaction's commit is known as pending (Kafka never expires such an offset)
+    pending = lake.read_arrow("pending_offset_commits").to_pylist()
+    assert [(r["group"], r["topic"], r["partition"]) for r in pending] == [("tx-group", "orders", 0)]
+    assert result.pending_commits == 1
 
     producer.commit_transaction(10)
     ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
     assert sorted(r["offset"] for r in lake.read_arrow("offset_commit_records").to_pylist()) == [1, 3]
+    assert lake.count("pending_offset_commits") == 0
