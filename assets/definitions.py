@@ -5,8 +5,13 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 from assets.bronze import offsets_topic_bronze
+from assets.models import ModelsResource, model_assets
+from assets.quality import expectation_checks
 from assets.resources import KafkaResource, LakeResource, SparkResource
 from assets.snapshots import cluster_snapshot
+from offsets_platform.models import default_project
+
+project = default_project()
 
 # One job refreshes everything; the in-process executor lets one SparkSession serve a run.
 refresh_job = define_asset_job(
@@ -17,12 +22,14 @@ refresh_job = define_asset_job(
 )
 
 defs = Definitions(
-    assets=[offsets_topic_bronze, cluster_snapshot],
+    assets=[offsets_topic_bronze, cluster_snapshot, *model_assets(project)],
+    asset_checks=expectation_checks(project),
     jobs=[refresh_job],
     resources={
         "kafka": KafkaResource(),
         "lake": LakeResource(),
         "spark": SparkResource(),
+        "models": ModelsResource(),
     },
     executor=in_process_executor,
 )

@@ -1,0 +1,102 @@
+"""The models end to end on the embedded broker: the live workload's real groups, snapshotted
+every second or so while it runs, then every model run on Spark.
+
+The embedded broker keeps `__consumer_offsets` empty, so here every fact comes from the
+admin-API snapshots (commit times and "Empty since" are the snapshots' bounds).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from offsets_platform.ingest.snapshots import snapshot_cluster
+from offsets_platform.workload.live import run_live_workload
+from tests.models.conftest import rows_by, run_models
+
+RETENTION = timedelta(minutes=10080)  # the embedded broker does not expose offsets.retention.minutes
+
+
+@pytest.fixture(scope="module")
+def live(spark, broker, connection, module_lake):
+    outcome = {}
+
+    def workload():
+        outcome["workload"] = run_live_workload(broker.bootstrap_servers, seed=11, scale=0.2, emit=lambda line: None)
+
+    snapshot_cluster(connection, module_lake, emit=lambda line: None)  # before anything is produced
+    thread = threading.Thread(target=workload)
+    thread.start()
+    while thread.is_alive():
+        time.sleep(1.0)
+        snapshot_cluster(connection, module_lake, emit=lambda line: None)
+    thread.join()
+    workload = outcome["workload"]
+    try:
+        snapshot_cluster(connection, module_lake, emit=lambda line: None)
+        run_models(spark, module_lake, as_of=datetime.now(timezone.utc))
+        yield workload, module_lake
+    finally:
+        workload.stop()
+
+
+def test_slow_group_appears_in_unconsumed_messages_with_the_right_count(live):
+    workload, lake = live
+    slow = workload.groups["billing-slow"]
+    facts = [r for r in lake.read_arrow("unconsumed_messages").to_pylist() if r["group"] == slow.group]
+    assert facts, "retention deleted messages the slow group never read"
+    latest_starts = {(r["topic"], r["partition"]): r["log_start_offset"]
+                     for r in lake.read_arrow("consumer_lag").to_pylist() if r["group"] == slow.group}
+    for (topic, partition), committed in slow.committed.items():
+        lost = sum(r["lost_count"] for r in facts if (r["topic"], r["partition"]) == (topic, partition))
+        # the first snapshot saw log start 0, so everything from the stalled committed offset up
+        # to the latest log start was lost
+        assert lost == max(0, latest_starts[(topic, partition)] - committed), (topic, partition)
+    lag = rows_by(lake, "consumer_lag", "group", "topic", "partition")
+    assert any(lag[(slow.group, t, p)]["below_log_start"] for t, p in slow.committed)
+
+
+def test_changed_subscription_leaves_eligible_stale_offsets(live):
+    workload, lake = live
+    changed = workload.changed_subscription
+    rows = [r for r in lake.read_arrow("expirable_offsets").to_pylist() if r["group"] == changed["group"]]
+    stale = [r for r in rows if r["topic"] == changed["left_behind_topic"]]
+    kept = [r for r in rows if r["topic"] == changed["kept_topic"]]
+    assert stale and kept
+    assert {(r["group_state"], r["rule"]) for r in stale} == {("Stable", "unsubscribed_topic")}
+    for row in stale:
+        assert row["expires_at"] == row["commit_time_estimate"] + RETENTION
+    assert {r["rule"] for r in kept} == {"not_eligible"}
+
+
+def test_stopped_group_is_empty_and_expires_retention_after_it_went_empty(live):
+    workload, lake = live
+    group = workload.groups["reports-stopped"].group
+    state = rows_by(lake, "group_state", "group")[group]
+    assert (state["state"], state["classification"]) == ("Empty", "consumer")
+    # the first snapshot that saw it Empty after it last was not
+    seen = sorted((r["snapshot_at"], r["state"]) for r in lake.read_arrow("group_snapshots").to_pylist()
+                  if r["group"] == group)
+    last_not_empty = max((at for at, s in seen if s != "Empty"), default=None)
+    empty_since = min(at for at, s in seen if s == "Empty" and (last_not_empty is None or at > last_not_empty))
+    rows = [r for r in lake.read_arrow("expirable_offsets").to_pylist() if r["group"] == group]
+    assert rows
+    for row in rows:
+        assert (row["rule"], row["base_time"]) == ("empty_group", empty_since)
+        assert row["expires_at"] == empty_since + RETENTION
+
+
+def test_other_groups_get_their_rules(live):
+    workload, lake = live
+    rules = {}
+    for row in lake.read_arrow("expirable_offsets").to_pylist():
+        rules.setdefault(row["group"], set()).add(row["rule"])
+    assert rules[workload.groups["orders-active"].group] == {"not_eligible"}
+    assert rules[workload.groups["ledger-standalone"].group] == {"standalone"}
+    assert rules[workload.groups["connect-sink"].group] == {"not_eligible"}
+    subscriptions = {(r["group"], r["topic"]) for r in lake.read_arrow("group_subscriptions").to_pylist()}
+    active = workload.groups["orders-active"]
+    assert {(active.group, t) for t in active.subscribed_topics} <= subscriptions
