@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from offsets_platform.lake.tables import TABLES, TableSpec
+from offsets_platform.lake.tables import TABLES, TableSpec, register_model_tables
 from offsets_platform.models.column_types import arrow_schema
 from offsets_platform.models.render import collect_references
 
@@ -207,6 +207,11 @@ def default_project() -> ModelProject:
     return load_project(DEFAULT_PROJECT_DIR)
 
 
-def model_table_specs() -> dict[str, TableSpec]:
-    """The table specs of the default project's models, for the lake's registry."""
-    return {model.name: model.table_spec() for model in default_project().models}
+def model_table_specs(project: ModelProject | None = None) -> dict[str, TableSpec]:
+    """The table specs of a project's models (default: the shipped one), for the lake's registry."""
+    return {model.name: model.table_spec() for model in (project or default_project()).models}
+
+
+def register_model_tables_of(project: ModelProject) -> None:
+    """Make the project's model tables known to the lake (Lake.path, read, write by name)."""
+    register_model_tables(model_table_specs(project))

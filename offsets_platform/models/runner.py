@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pyarrow as pa
 
 from offsets_platform.lake import Lake
-from offsets_platform.lake.tables import register_model_tables
-from offsets_platform.models.project import Model, ModelProject, default_project
+from offsets_platform.models.project import Model, ModelProject, default_project, register_model_tables_of
 from offsets_platform.models.render import new_rows_view, render, this_view
 
 if TYPE_CHECKING:
@@ -76,7 +75,7 @@ class ModelRunner:
         self.project = project or default_project()
         self.variables = {**default_variables(), **(variables or {})}
         self.emit = emit
-        register_model_tables({model.name: model.table_spec() for model in self.project.models})
+        register_model_tables_of(self.project)
 
     def run_all(self, select: list[str] | None = None, full_refresh: bool = False) -> list[ModelRun]:
         """Run the selected models (default all) in dependency order."""

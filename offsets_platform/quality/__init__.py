@@ -1,0 +1,14 @@
+"""Data quality: the project's declared tests, run as Great Expectations suites on Spark."""
+
+from offsets_platform.quality.expectations import CheckOutcome, SuiteResult, validate
+from offsets_platform.quality.specs import (
+    ERROR,
+    WARN,
+    CheckSpec,
+    CheckSpecError,
+    specs_for_model,
+    specs_for_source,
+)
+
+__all__ = ["ERROR", "WARN", "CheckOutcome", "CheckSpec", "CheckSpecError", "SuiteResult",
+           "specs_for_model", "specs_for_source", "validate"]
