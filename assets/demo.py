@@ -3,11 +3,13 @@
 On a fresh embedded broker:
 1. a history of coordinator records is written into `__consumer_offsets` (the embedded broker
    keeps that topic empty on its own, so this is what the log-based path reads), and the Dagster
-   `refresh` job runs in process: it ingests the history and takes an admin-API snapshot;
+   `refresh` job runs in process: it ingests the history, takes an admin-API snapshot, and runs
+   every Spark SQL model with its Great Expectations checks;
 2. the live workload starts: real producers and consumer groups (active, slow until retention
    deletes what it never read, changed subscription, stopped, standalone, Connect); while it
-   runs, `refresh` runs every few seconds, so the snapshots show the cluster change;
-3. more history is written and a last `refresh` reads only what is new.
+   runs, the `ingest` job (ingest + snapshot, no Spark) runs every few seconds, so the snapshots
+   follow the cluster as it changes;
+3. more history is written and a last `refresh` ingests only what is new and refreshes the models.
 Then it prints a summary, ends the live members and stops the broker.
 """
 
@@ -23,7 +25,7 @@ from dagster import DagsterInstance
 
 from offsets_platform.kafka.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
-from offsets_platform.summary import bronze_summary, snapshot_summary
+from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
 from offsets_platform.workload.coordinator_history import generate
 from offsets_platform.workload.live import run_live_workload
 from offsets_platform.workload.produce import produce_records
@@ -74,6 +76,7 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7, live_scale: floa
         shutil.rmtree(demo_home)
     lake = Lake(demo_home / "lake")
     job = defs.resolve_job_def("refresh")
+    ingest_job = defs.resolve_job_def("ingest")
     history = generate(seed=seed, records=records)
     first_round = records * 4 // 5
     with EmbeddedBroker(demo_home / "broker") as broker, DagsterInstance.ephemeral() as instance:
@@ -85,11 +88,11 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7, live_scale: floa
             "loggers": {"console": {"config": {"log_level": "INFO"}}},
         }
 
-        def refresh(label: str) -> None:
+        def refresh(label: str, which=job) -> None:
             started = time.monotonic()
-            if not job.execute_in_process(run_config=run_config, instance=instance).success:
-                raise SystemExit(f"the refresh job failed ({label})")
-            print(f"{label}: refresh job done in {time.monotonic() - started:.1f} s")
+            if not which.execute_in_process(run_config=run_config, instance=instance).success:
+                raise SystemExit(f"the {which.name} job failed ({label})")
+            print(f"{label}: {which.name} job done in {time.monotonic() - started:.1f} s")
 
         def write_history(count: int) -> None:
             print(f"writing {count:,} coordinator records into __consumer_offsets")
@@ -105,7 +108,7 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7, live_scale: floa
             while live.running:
                 time.sleep(SECONDS_BETWEEN_REFRESHES)
                 cycle += 1
-                refresh(f"cycle {cycle} (snapshot while the live workload runs)")
+                refresh(f"cycle {cycle} (snapshot while the live workload runs)", ingest_job)
         finally:
             workload = live.finish()  # waits for it; its own error, if any, is raised here
         try:
@@ -131,4 +134,6 @@ def _print_summary(lake: Lake, workload) -> None:
           f"which it no longer reads")
     for scenario, why in workload.not_exercised.items():
         print(f"  not exercised: {scenario}: {why}")
-    print("  offset expiration, lag in time and cleanup plans come with the Spark SQL models")
+    print("summary: the Spark SQL models (silver and gold)")
+    for line in models_summary(lake):
+        print("  " + line)

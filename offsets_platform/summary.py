@@ -88,3 +88,43 @@ def snapshot_summary(lake: Lake) -> list[str]:
                 if row["lost_to_retention"] else "")
         lines.append(f"  {row['group']}: lag {row['lag']:,} messages{lost}")
     return lines
+
+
+def models_summary(lake: Lake, within_hours: int = 24) -> list[str]:
+    """Lines from the gold tables: group states, lag, retention loss, expirations, cleanup."""
+    from offsets_platform.cleanup import cleanup_candidates  # cleanup reads the same tables
+
+    if not lake.exists("expirable_offsets"):
+        return ["the models have not run yet"]
+    lines = []
+    states = lake.query("""select state, classification, count(*) as n from group_state
+                           group by state, classification order by state, classification""",
+                        "group_state").to_pylist()
+    lines.append("groups by state: " + ", ".join(f"{r['state']} {r['classification']} {r['n']}" for r in states))
+    for row in lake.query("""select "group", sum(lag_messages) as lag, max(lag_ms) as lag_ms
+                             from consumer_lag group by "group" having sum(lag_messages) > 0
+                             order by lag desc limit 5""", "consumer_lag").to_pylist():
+        lines.append(f"  lag {row['group']}: {row['lag']:,} messages, oldest unconsumed {row['lag_ms'] / 1000:,.1f} s old")
+    for row in lake.query("""select "group", topic, sum(lost_count) as lost from unconsumed_messages
+                             group by "group", topic order by lost desc""", "unconsumed_messages").to_pylist():
+        lines.append(f"  lost to retention (KIP-490): {row['group']} never consumed {row['lost']:,} "
+                     f"messages of {row['topic']} that retention deleted")
+    expiring = lake.query(f"""
+        select rule, count(*) as offsets, sum(case when expired_now then 1 else 0 end) as expired,
+               sum(case when not expired_now and hours_until_expiry <= {within_hours} then 1 else 0 end) as soon,
+               min(case when not expired_now then expires_at end) as next_at
+        from expirable_offsets group by rule order by rule""", "expirable_offsets").to_pylist()
+    lines.append("offset expiration by rule (offsets: already due / within "
+                 f"{within_hours} h / next expiry):")
+    for row in expiring:
+        next_at = f"{row['next_at']:%Y-%m-%d %H:%M} UTC" if row["next_at"] else "-"
+        lines.append(f"  {row['rule']:<26} {row['offsets']:>7,}: {row['expired']:,} / {row['soon']:,} / {next_at}")
+    candidates = cleanup_candidates(lake)
+    lines.append(f"a cleanup would: OffsetDelete {len(candidates.offset_deletes):,} stale offsets of "
+                 f"unsubscribed topics in {len(candidates.offset_groups()):,} groups; DeleteGroups for "
+                 f"{len(candidates.group_deletes):,} groups Empty longer than {candidates.idle_hours} h")
+    for row in candidates.offset_deletes[:5]:
+        lines.append(f"  OffsetDelete {row['group']} {row['topic']}-{row['partition']} (offset {row['committed_offset']})")
+    for row in candidates.group_deletes[:5]:
+        lines.append(f"  DeleteGroups {row['group']} (Empty since {row['state_since']:%Y-%m-%d %H:%M} UTC)")
+    return lines

@@ -27,7 +27,8 @@ snapshot_since as (
     select `group`, max(observed_at) as since from history where source = 'snapshot' group by `group`
 ),
 standalone as (
-    select distinct `group` from {{ ref('committed_offsets') }}
+    -- a standalone group has been Empty since its last commit
+    select `group`, max(commit_time_estimate) as last_commit from {{ ref('committed_offsets') }} group by `group`
 ),
 combined as (
     select coalesce(l.`group`, s.`group`, o.`group`) as `group`,
@@ -38,6 +39,7 @@ combined as (
            l.r as log, s.state as snapshot_state, s.protocol_type as snapshot_protocol_type,
            s.protocol as snapshot_protocol, s.member_count as snapshot_member_count,
            s.snapshot_at, s.snapshot_id, ss.since as snapshot_since,
+           o.last_commit,
            k.`group` is not null as is_kip848
     from latest_log l
     full outer join snapshot_now s on s.`group` = l.`group`
@@ -57,7 +59,8 @@ resolved as (
                 else 0 end as member_count,
            case when state_source = 'log' then log.current_state_timestamp end as current_state_timestamp,
            case state_source when 'snapshot' then coalesce(snapshot_since, snapshot_at)
-                when 'log' then coalesce(log.current_state_timestamp, log.observed_at) end as state_since,
+                when 'log' then coalesce(log.current_state_timestamp, log.observed_at)
+                else last_commit end as state_since,
            case state_source when 'snapshot' then snapshot_at when 'log' then log.observed_at end as observed_at,
            log.kind as log_kind, log.source_partition as log_source_partition,
            log.source_offset as log_source_offset,

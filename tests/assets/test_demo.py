@@ -41,6 +41,12 @@ def test_demo_fills_bronze_from_the_log_and_from_snapshots_and_stops_everything(
         "retention deleted messages the slow group never consumed"
     assert "messages deleted by retention before it consumed them" in output
     assert "the live members and the embedded broker are stopped" in output
+    # the models' summary: retention loss, expirations and what a cleanup would remove
+    assert "lost to retention (KIP-490): billing-slow never consumed" in output
+    assert "offset expiration by rule" in output and "unsubscribed_topic" in output
+    assert "OffsetDelete search-changed-subscription search-clicks-" in output
+    expirable = lake.query("select count(*) as n from expirable_offsets", "expirable_offsets").to_pylist()
+    assert expirable == [{"n": lake.count("committed_offsets")}]
 
     assert not [p for p in psutil.process_iter(["cmdline"])
                 if str(tmp_path) in " ".join(p.info["cmdline"] or []) and "noida-db" in " ".join(p.info["cmdline"] or [])]

@@ -1,0 +1,60 @@
+"""What a cleanup could remove, read from the gold and silver tables.
+
+- OffsetDelete (KIP-496) for committed offsets of topics no live member of the group subscribes
+  to (rules `unsubscribed_topic` and `kip848_unsubscribed_topic`): the stale offsets that make
+  lag alerts lie.
+- DeleteGroups (KIP-229) for groups Empty, without members, for longer than `idle_hours`.
+
+Never an offset of a topic a member subscribes to, never a group with members: the project
+enforces this itself, because the embedded broker does not refuse OffsetDelete on subscribed
+topics the way Kafka does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from offsets_platform.lake import Lake
+
+DEFAULT_IDLE_HOURS = 168
+
+_STALE_OFFSETS = """
+select e."group", e.topic, e."partition", e.committed_offset, e.commit_time_estimate, e.expires_at,
+       l.lag_messages
+from expirable_offsets e
+left join consumer_lag l on l."group" = e."group" and l.topic = e.topic and l."partition" = e."partition"
+left join group_subscriptions s on s."group" = e."group" and s.topic = e.topic
+where e.rule in ('unsubscribed_topic', 'kip848_unsubscribed_topic') and s.topic is null
+order by e."group", e.topic, e."partition"
+"""
+
+
+
+@dataclass(frozen=True)
+class CleanupCandidates:
+    offset_deletes: list[dict]  # group, topic, partition, committed_offset, commit time, expires_at, lag
+    group_deletes: list[dict]  # group, state, state_since, classification, committed_offsets
+    idle_hours: int
+
+    def offset_groups(self) -> list[str]:
+        return sorted({row["group"] for row in self.offset_deletes})
+
+
+def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> CleanupCandidates:
+    """The offsets and groups a cleanup could remove now (nothing is sent to any broker here)."""
+    stale = lake.query(_STALE_OFFSETS, "expirable_offsets", "consumer_lag", "group_subscriptions").to_pylist()
+    evaluated = lake.query("select max(evaluated_at) as at from expirable_offsets", "expirable_offsets")
+    now = evaluated.column("at")[0].as_py()
+    idle = []
+    if now is not None:
+        idle = [row for row in lake.query(
+            f"""select g."group", g.state, g.state_since, g.classification,
+                       count(o.topic) as committed_offsets
+                from group_state g left join committed_offsets o on o."group" = g."group"
+                where g.state = 'Empty' and g.member_count = 0
+                  and g.state_since < to_timestamp_micros({int(now.timestamp() * 1e6)})
+                                      - interval '{int(idle_hours)} hours'
+                group by g."group", g.state, g.state_since, g.classification
+                order by g."group" """,
+            "group_state", "committed_offsets").to_pylist()]
+    return CleanupCandidates(offset_deletes=stale, group_deletes=idle, idle_hours=idle_hours)
