@@ -60,6 +60,26 @@ def _snapshot(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _models(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.lake import Lake
+    from offsets_platform.lake.spark import get_spark
+    from offsets_platform.models import ModelRunError, ModelRunner
+    from offsets_platform.summary import models_summary
+
+    lake = Lake(Path(args.home) / "lake" if args.home else settings.lake_root)
+    print(f"running the Spark SQL models on the lake in {lake.root}")
+    runner = ModelRunner(get_spark(master=settings.spark_master, remote=settings.spark_remote), lake,
+                         variables={"offsets_retention_minutes_fallback": args.offsets_retention_minutes})
+    try:
+        runner.run_all(select=args.select or None, full_refresh=args.full_refresh)
+    except ModelRunError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for line in models_summary(lake):
+        print(line)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="offsets-platform", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -81,6 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     snapshot.add_argument("--offsets-retention-minutes", type=int, default=10080,
                           help="offsets.retention.minutes to assume when the broker does not expose it")
     snapshot.set_defaults(run=_snapshot)
+
+    models = commands.add_parser("models", help="run the Spark SQL models over the lake (silver and gold)")
+    models.add_argument("--home", help="folder holding the lake")
+    models.add_argument("--select", action="append", metavar="MODEL", help="run only this model (repeatable)")
+    models.add_argument("--full-refresh", action="store_true", help="recompute incremental models from scratch")
+    models.add_argument("--offsets-retention-minutes", type=int, default=10080,
+                        help="offsets.retention.minutes when no snapshot knows the broker's")
+    models.set_defaults(run=_models)
 
     args = parser.parse_args(argv)
     try:

@@ -45,3 +45,19 @@ def test_snapshot_command_appends_a_snapshot_and_summarises_it(broker, tmp_path,
     assert "offsets.retention.minutes 10080" in output and "live groups by state" in output
     groups = Lake(tmp_path / "lake").read_arrow("group_snapshots").to_pylist()
     assert "cli-standalone" in {g["group"] for g in groups}
+
+
+def test_models_command_runs_the_models_and_summarises(spark, tmp_path, capsys):
+    from tests.models.bronze_builder import BronzeBuilder, at
+
+    builder = BronzeBuilder()
+    builder.group_record("cli-models", at(hours=1), members={"m1": ["kept"]})
+    builder.commit("cli-models", "dropped", 0, 5, at(hours=1))
+    builder.write(Lake(tmp_path / "lake"))
+    status = main(["models", "--home", str(tmp_path), "--offsets-retention-minutes", "60"])
+    output = capsys.readouterr().out
+    assert status == 0
+    assert "groups by state: Stable consumer 1" in output
+    assert "OffsetDelete cli-models dropped-0 (offset 5)" in output
+    expirable = Lake(tmp_path / "lake").read_arrow("expirable_offsets").to_pylist()
+    assert [(r["rule"], r["retention_minutes"]) for r in expirable] == [("unsubscribed_topic", 60)]
