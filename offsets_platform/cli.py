@@ -6,6 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from offsets_platform.cleanup.cli_direct import add_direct_commands
+from offsets_platform.cleanup.cli_plans import add_plan_commands
+from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.settings import Settings
 
@@ -110,10 +113,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="offsets.retention.minutes when no snapshot knows the broker's")
     models.set_defaults(run=_models)
 
+    add_plan_commands(commands)
+    add_direct_commands(commands)
+
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
-    except BrokerUnreachable as error:
+    except (BrokerUnreachable, PlanError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -102,7 +102,7 @@ def _with_deadline(method):
 
 
 for _name in ("list_groups", "describe_groups", "list_group_offsets", "describe_topics",
-              "list_partition_offsets", "describe_configs"):
+              "list_partition_offsets", "describe_configs", "delete_group_offsets", "delete_groups"):
     setattr(SnapshotAdminClient, _name, _with_deadline(getattr(SnapshotAdminClient, _name)))
 
 

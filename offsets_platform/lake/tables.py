@@ -216,6 +216,51 @@ _SPECS.append(TableSpec(
     description="One row per model run and source: the source's Delta version the run read.",
 ))
 
+# Cleanup: plans (immutable, one row per proposed action), approvals by people, and the audit
+# of everything sent to a broker (by an approved plan or by the direct CLI commands).
+_SPECS += [
+    TableSpec(name="cleanup_plans", layer="cleanup", schema=pa.schema([
+        pa.field("plan_id", pa.string(), nullable=False),
+        pa.field("action_id", pa.string(), nullable=False),
+        pa.field("action", pa.string(), nullable=False),  # 'OffsetDelete' or 'DeleteGroups'
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("topic", pa.string()),  # null for DeleteGroups
+        pa.field("partition", pa.int32()),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("facts", pa.string(), nullable=False),  # JSON: state, subscriptions, commit time, lag, ...
+        pa.field("created_at", UTC_MICROS, nullable=False),
+        pa.field("expires_at", UTC_MICROS, nullable=False),
+        pa.field("created_by", pa.string(), nullable=False),
+    ]), keys=("plan_id", "action_id"),
+        description="One row per action of a cleanup plan; a plan never changes once written."),
+    TableSpec(name="cleanup_approvals", layer="cleanup", schema=pa.schema([
+        pa.field("approval_id", pa.string(), nullable=False),
+        pa.field("plan_id", pa.string(), nullable=False),
+        pa.field("action_id", pa.string(), nullable=False),
+        pa.field("approved_by", pa.string(), nullable=False),
+        pa.field("approved_at", UTC_MICROS, nullable=False),
+        pa.field("comment", pa.string()),
+    ]), keys=("approval_id", "action_id"),
+        description="One row per action a person approved, with who, when and why."),
+    TableSpec(name="cleanup_audit", layer="cleanup", schema=pa.schema([
+        pa.field("audit_id", pa.string(), nullable=False),
+        pa.field("plan_id", pa.string()),  # null for the direct CLI commands
+        pa.field("action_id", pa.string()),
+        pa.field("origin", pa.string(), nullable=False),  # 'plan' or 'cli'
+        pa.field("action", pa.string(), nullable=False),  # 'OffsetDelete' or 'DeleteGroups'
+        pa.field("group", pa.string(), nullable=False),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("outcome", pa.string(), nullable=False),  # 'deleted', 'failed', 'skipped' or 'dry_run'
+        pa.field("error", pa.string()),  # Kafka's error name, e.g. GROUP_SUBSCRIBED_TO_TOPIC
+        pa.field("detail", pa.string()),  # why skipped, or the error message
+        pa.field("bootstrap_servers", pa.string(), nullable=False),
+        pa.field("requested_by", pa.string(), nullable=False),
+        pa.field("at", UTC_MICROS, nullable=False),
+    ]), keys=("audit_id",),
+        description="One row per partition or group outcome of every OffsetDelete and DeleteGroups sent."),
+]
+
 SNAPSHOT_TABLES = ("group_snapshots", "group_member_snapshots", "committed_offset_snapshots",
                    "log_offset_snapshots", "topic_configs", "broker_configs", "snapshot_errors")
 

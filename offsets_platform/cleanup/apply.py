@@ -1,0 +1,162 @@
+"""Applying the approved actions of a cleanup plan, with a live re-check before each group.
+
+Only approved actions of an unexpired plan are applied; actions the audit already shows as done
+are not repeated, so applying again is safe. Right before a group's actions the live state is
+read again (DescribeGroups, OffsetFetch), and an action whose facts changed is skipped with the
+reason: the group gained members, a member subscribes to the topic again, or the group committed
+again. OffsetDelete goes per group, DeleteGroups in batches per coordinator; every partition and
+group outcome is appended to `cleanup_audit` as soon as it is known, with Kafka's error name.
+"""
+
+from __future__ import annotations
+
+import getpass
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+import pyarrow as pa
+
+from offsets_platform.cleanup import kafka_calls
+from offsets_platform.cleanup.approvals import AUDIT, approved_actions
+from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction, PlanError, load_plan
+from offsets_platform.kafka.admin_calls import open_admin
+from offsets_platform.lake import Lake
+from offsets_platform.settings import KafkaConnection
+
+
+@dataclass
+class ApplyResult:
+    plan_id: str
+    dry_run: bool
+    outcomes: list[dict] = field(default_factory=list)  # the audit rows written
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for row in self.outcomes if row["outcome"] == outcome)
+
+    @property
+    def failed(self) -> bool:
+        return self.count("failed") > 0
+
+
+def done_actions(lake: Lake, plan_id: str) -> set[str]:
+    """Actions of the plan the audit shows as deleted (never sent again)."""
+    if not lake.exists(AUDIT):
+        return set()
+    rows = lake.query(f"select distinct action_id from {AUDIT} where plan_id = '{plan_id}' and outcome = 'deleted'",
+                      AUDIT).to_pylist()
+    return {row["action_id"] for row in rows}
+
+
+def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run: bool = False,
+               requested_by: str | None = None, now: datetime | None = None,
+               emit: Callable[[str], None] = print) -> ApplyResult:
+    """Apply (or with `dry_run`, only show and audit) the plan's approved, not yet done actions.
+
+    Raises:
+        PlanError: the plan is unknown, expired, or has no approved action.
+        BrokerUnreachable: the cluster did not answer.
+    """
+    plan = load_plan(lake, plan_id)
+    if plan.expired(now):
+        raise PlanError(f"plan {plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M} UTC; build a new plan")
+    approved = approved_actions(lake, plan)
+    if not approved:
+        raise PlanError(f"plan {plan_id} has no approved action; approve it first")
+    done = done_actions(lake, plan_id)
+    todo = [a for a in plan.actions if a.action_id in approved and a.action_id not in done]
+    audit = _Audit(lake, plan_id, connection.bootstrap_servers, requested_by or getpass.getuser(), dry_run)
+    emit(f"plan {plan_id}: {len(todo)} approved actions to {'show' if dry_run else 'apply'}"
+         f" ({len(done)} already done, {len(plan.actions) - len(approved)} not approved)")
+    with open_admin(connection) as admin:
+        by_group: dict[str, list[PlannedAction]] = {}
+        for action in todo:
+            by_group.setdefault(action.group, []).append(action)
+        groups_to_delete = []
+        for group, actions in by_group.items():
+            live = kafka_calls.live_group(admin, group)
+            ready = [a for a in actions if not audit.skip_if_changed(a, live)]
+            offsets = [a for a in ready if a.action == OFFSET_DELETE]
+            if offsets:
+                _delete_offsets(admin, group, offsets, audit, emit)
+            groups_to_delete += [a for a in ready if a.action == DELETE_GROUPS]
+        if groups_to_delete:
+            _delete_groups(admin, groups_to_delete, audit, emit)
+    return ApplyResult(plan_id, dry_run, audit.rows)
+
+
+def _delete_offsets(admin, group: str, actions: list[PlannedAction], audit: "_Audit", emit) -> None:
+    partitions = [(a.topic, a.partition) for a in actions]
+    if audit.dry_run:
+        emit(f"  would send OffsetDelete group={group} partitions={partitions}")
+        audit.record_all(actions, "dry_run", None, "OffsetDelete not sent (dry run)")
+        return
+    by_partition = {(a.topic, a.partition): a for a in actions}
+    # a group-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) comes back on every partition
+    for outcome in kafka_calls.delete_offsets(admin, group, partitions):
+        action = by_partition[(outcome.topic, outcome.partition)]
+        audit.record(action, "failed" if outcome.error else "deleted", outcome.error, outcome.message)
+        emit(f"  {action.describe()}: {outcome.error or 'Successful'}")
+
+
+def _delete_groups(admin, actions: list[PlannedAction], audit: "_Audit", emit) -> None:
+    if audit.dry_run:
+        emit(f"  would send DeleteGroups groups={[a.group for a in actions]}")
+        audit.record_all(actions, "dry_run", None, "DeleteGroups not sent (dry run)")
+        return
+    by_group = {a.group: a for a in actions}
+    for outcome in kafka_calls.delete_groups(admin, list(by_group)):
+        action = by_group[outcome.group]
+        audit.record(action, "failed" if outcome.error else "deleted", outcome.error, outcome.message)
+        emit(f"  {action.describe()}: {outcome.error or 'Successful'}")
+
+
+class _Audit:
+    """Appends each outcome to cleanup_audit as soon as it is known."""
+
+    def __init__(self, lake: Lake, plan_id: str, bootstrap_servers: str, requested_by: str, dry_run: bool):
+        self.lake, self.plan_id, self.dry_run = lake, plan_id, dry_run
+        self.bootstrap_servers, self.requested_by = bootstrap_servers, requested_by
+        self.rows: list[dict] = []
+
+    def skip_if_changed(self, action: PlannedAction, live) -> bool:
+        """Skip (and audit why) an action whose facts no longer hold on the live cluster."""
+        reason = changed_facts(action, live)
+        if reason:
+            self.record(action, "skipped", None, reason)
+        return reason is not None
+
+    def record(self, action: PlannedAction, outcome: str, error: str | None, detail: str | None) -> None:
+        self.record_all([action], outcome, error, detail)
+
+    def record_all(self, actions: list[PlannedAction], outcome: str, error: str | None, detail: str | None) -> None:
+        now = datetime.now(timezone.utc)
+        rows = [{"audit_id": uuid.uuid4().hex, "plan_id": self.plan_id, "action_id": a.action_id,
+                 "origin": "plan", "action": a.action, "group": a.group, "topic": a.topic,
+                 "partition": a.partition, "outcome": outcome, "error": error, "detail": detail,
+                 "bootstrap_servers": self.bootstrap_servers, "requested_by": self.requested_by, "at": now}
+                for a in actions]
+        self.lake.append(AUDIT, pa.Table.from_pylist(rows))
+        self.rows += rows
+
+
+def changed_facts(action: PlannedAction, live) -> str | None:
+    """Why the action no longer rests on its facts, or None when they still hold."""
+    planned_members = action.facts.get("member_count") or 0
+    if live.member_count > planned_members and (action.action == DELETE_GROUPS or planned_members == 0):
+        return f"the group gained members ({live.member_count} now, {planned_members} when planned)"
+    if action.action == OFFSET_DELETE:
+        if live.subscribed_topics is not None and action.topic in live.subscribed_topics:
+            return f"a member of {action.group} subscribes to {action.topic} again"
+        if live.member_count and live.subscribed_topics is None:
+            return "the live members' subscriptions cannot be read"
+        committed = live.committed_offsets.get((action.topic, action.partition))
+        if committed is None:
+            return "the offset is no longer committed"
+        if committed != action.facts.get("committed_offset"):
+            return (f"the group committed again (offset {committed} now, "
+                    f"{action.facts.get('committed_offset')} when planned)")
+    if action.action == DELETE_GROUPS and live.state not in ("Empty",):
+        return f"the group is {live.state} now, not Empty"
+    return None

@@ -1,0 +1,293 @@
+"""The Kafka calls a cleanup makes, as small functions with typed results.
+
+- `live_group`: DescribeGroups + OffsetFetch of all partitions (KIP-88), to know before deleting
+  anything whether live members subscribe to a topic.
+- `topic_metadata`: Metadata, to know which requested topics and partitions exist.
+- `delete_offsets`: one OffsetDelete (KIP-496) for one group, sent to its coordinator.
+- `delete_groups`: DeleteGroups (KIP-229), one request per coordinator.
+
+The broker's answers come back as values, never as exceptions: a cleanup records every outcome
+per partition or per group, including the ones the broker refused. A connection lost before the
+broker answered a delete is an outcome too (the deletion may or may not have happened), while a
+connection lost during the read-only `live_group` raises `BrokerUnreachable`.
+
+Error names are Kafka's (`GROUP_SUBSCRIBED_TO_TOPIC`, `NON_EMPTY_GROUP`, ...), messages are the
+error's description, as Kafka's own tools print them.
+
+The admin client is the project's `SnapshotAdminClient` (see `offsets_platform.kafka.admin_calls`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import kafka.errors as Errors
+from kafka import TopicPartition
+
+from offsets_platform.codec.consumer_protocol import decode_subscription
+from offsets_platform.codec.reader import DecodeError
+from offsets_platform.kafka.admin_calls import (
+    CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient, error_name,
+)
+from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.workload.live.clients import committed_offsets, describe_groups_raw
+
+CONSUMER_PROTOCOL = "consumer"
+DEAD = "Dead"
+CONNECTION_LOST = "the connection was lost before the broker answered: the outcome is unknown"
+
+
+
+@dataclass(frozen=True)
+class LiveGroupState:
+    """A group as the broker reports it now.
+
+    `state` is DescribeGroups' state ("Stable", "Empty", ...; "Dead" for a group the broker does
+    not know). `subscribed_topics` is the union of the members' consumer-protocol subscriptions:
+    empty for a group without members, None when it cannot be known (a protocol other than
+    "consumer", or a member whose subscription is missing or does not decode).
+    """
+
+    group: str
+    state: str
+    protocol_type: str
+    member_count: int
+    subscribed_topics: frozenset[str] | None
+    committed_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    @property
+    def exists(self) -> bool:
+        return self.state != DEAD
+
+
+@dataclass(frozen=True)
+class PartitionOutcome:
+    """What OffsetDelete did for one partition. `error` is None on success.
+
+    `group_level` marks an error the broker gave for the whole request (GROUP_ID_NOT_FOUND,
+    NON_EMPTY_GROUP, GROUP_AUTHORIZATION_FAILED, ...), repeated on every partition of it.
+    """
+
+    topic: str
+    partition: int
+    error: str | None
+    message: str | None
+    group_level: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    """What DeleteGroups did for one group. `error` is None on success."""
+
+    group: str
+    error: str | None
+    message: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class GroupCallError(Exception):
+    """The broker answered a read about a group with an error (e.g. GROUP_AUTHORIZATION_FAILED)."""
+
+    def __init__(self, group: str, error: str, message: str):
+        self.group, self.error, self.message = group, error, message
+        super().__init__(f"group {group!r}: {error}: {message}")
+
+
+def error_message(error: BaseException | int | type) -> str:
+    """Kafka's description of a broker error (a code, kafka-python's class or exception), e.g.
+    "The group is not empty."; for an error raised on this side, the exception's own text."""
+    error_type = Errors.for_code(error) if isinstance(error, int) else error if isinstance(error, type) else type(error)
+    if issubclass(error_type, Errors.BrokerResponseError) and error_type.description:
+        return error_type.description
+    return str(error)
+
+
+def live_group(admin: SnapshotAdminClient, group: str) -> LiveGroupState:
+    """The group's state, members' subscriptions and committed offsets, as the broker has them now.
+
+    Raises:
+        GroupCallError: DescribeGroups or OffsetFetch answered with an error for this group.
+        BrokerUnreachable: the connection failed.
+    """
+    _require_sendable(group)
+    try:
+        described = describe_groups_raw(admin, [group]).get(group)
+        offsets = committed_offsets(admin, group)
+    except CONNECTION_ERRORS as error:
+        raise _unreachable(admin, error) from error
+    except CALL_ERRORS as error:
+        raise GroupCallError(group, error_name(error), error_message(error)) from error
+    if described is None or described["error_code"] == Errors.GroupIdNotFoundError.errno:
+        # Kafka before DescribeGroups v6 (and noida-db) answers an unknown group with state Dead
+        # and no error; v6 answers GROUP_ID_NOT_FOUND. Both mean the same here.
+        return LiveGroupState(group, DEAD, "", 0, frozenset(), offsets)
+    if described["error_code"]:
+        code = described["error_code"]
+        raise GroupCallError(group, error_name(code), error_message(code))
+    members = described["members"]
+    return LiveGroupState(group, described["state"], described["protocol_type"], len(members),
+                          _subscribed_topics(group, described["protocol_type"], members), offsets)
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    """Requested topics as the cluster metadata has them: partition ids, or the error code."""
+
+    partitions: dict[str, frozenset[int]]
+    errors: dict[str, int]
+
+
+def topic_metadata(admin: SnapshotAdminClient, topics: Iterable[str]) -> TopicMetadata:
+    """The partitions of each topic (one Metadata request); an unknown topic is an error entry.
+
+    Raises:
+        BrokerUnreachable: the connection failed.
+    """
+    names = sorted(set(topics))
+    if not names:
+        return TopicMetadata({}, {})
+    try:
+        described = admin.describe_topics(names)
+    except CONNECTION_ERRORS as error:
+        raise _unreachable(admin, error) from error
+    partitions = {topic["name"]: frozenset(p["partition_index"] for p in topic["partitions"])
+                  for topic in described if topic["error_code"] == 0}
+    errors = {topic["name"]: topic["error_code"] for topic in described if topic["error_code"]}
+    # A topic the answer left out is as unknown as one it named with an error.
+    errors.update({name: Errors.UnknownTopicOrPartitionError.errno
+                   for name in names if name not in partitions and name not in errors})
+    return TopicMetadata(partitions, errors)
+
+
+def delete_offsets(admin: SnapshotAdminClient, group: str,
+                   partitions: Iterable[tuple[str, int]]) -> list[PartitionOutcome]:
+    """Send one OffsetDelete for `group` (to its coordinator) and return one outcome per partition.
+
+    A group-level error (the whole request refused, the coordinator not found, or the connection
+    lost before the answer) is returned on every partition with `group_level=True`.
+    """
+    requested = list(dict.fromkeys(partitions))
+    if not requested:
+        return []
+    if not _sendable(group):
+        return _on_every_partition(requested, Errors.InvalidGroupIdError.errno, _NOT_UTF8)
+    try:
+        answered = admin.delete_group_offsets(group, [TopicPartition(t, p) for t, p in requested])
+    except CONNECTION_ERRORS as error:
+        return _on_every_partition(requested, error, CONNECTION_LOST)
+    except CALL_ERRORS as error:
+        return _on_every_partition(requested, error)
+    outcomes = []
+    for topic, partition in requested:
+        error_type = answered.get(TopicPartition(topic, partition))
+        if error_type is None:  # a broker must answer every partition it was asked about
+            outcomes.append(PartitionOutcome(topic, partition, "MISSING_FROM_RESPONSE",
+                                             "the broker's answer did not mention this partition"))
+        elif error_type is Errors.NoError:
+            outcomes.append(PartitionOutcome(topic, partition, None, None))
+        else:
+            outcomes.append(PartitionOutcome(topic, partition, error_name(error_type.errno), error_message(error_type)))
+    return outcomes
+
+
+def delete_groups(admin: SnapshotAdminClient, groups: Iterable[str]) -> list[GroupOutcome]:
+    """Send DeleteGroups, one request per coordinator, and return one outcome per group (input order).
+
+    If finding the coordinators fails for any group (kafka-python looks them all up before sending
+    anything), each group is sent on its own so that one group's error does not hide the others'.
+    """
+    requested = list(dict.fromkeys(groups))
+    invalid = {group for group in requested if not _sendable(group)}
+    sendable = [group for group in requested if group not in invalid]
+    answers: dict[str, GroupOutcome] = {
+        group: GroupOutcome(group, error_name(Errors.InvalidGroupIdError.errno), _NOT_UTF8) for group in invalid}
+    if sendable:
+        try:
+            answers.update(_delete_batch(admin, sendable))
+        except CALL_ERRORS:
+            for group in sendable:
+                answers.update(_delete_one(admin, group))
+    return [answers[group] for group in requested]
+
+
+def _delete_batch(admin: SnapshotAdminClient, groups: list[str]) -> dict[str, GroupOutcome]:
+    try:
+        answered = admin.delete_groups(groups)
+    except CONNECTION_ERRORS as error:
+        return {group: GroupOutcome(group, error_name(error), CONNECTION_LOST) for group in groups}
+    outcomes = {}
+    for group in groups:
+        # kafka-python reports each group as 'OK' or the name of its error class.
+        result = answered.get(group)
+        if result == "OK":
+            outcomes[group] = GroupOutcome(group, None, None)
+        elif result is None:
+            outcomes[group] = GroupOutcome(group, "MISSING_FROM_RESPONSE",
+                                           "the broker's answer did not mention this group")
+        else:
+            error_type = getattr(Errors, result, None)
+            code = getattr(error_type, "errno", None)
+            outcomes[group] = (GroupOutcome(group, error_name(code), error_message(code)) if isinstance(code, int)
+                               else GroupOutcome(group, result, result))
+    return outcomes
+
+
+def _delete_one(admin: SnapshotAdminClient, group: str) -> dict[str, GroupOutcome]:
+    try:
+        return _delete_batch(admin, [group])
+    except CALL_ERRORS as error:
+        return {group: GroupOutcome(group, error_name(error), error_message(error))}
+
+
+def _subscribed_topics(group: str, protocol_type: str, members: list[dict]) -> frozenset[str] | None:
+    if not members:
+        return frozenset()
+    if protocol_type != CONSUMER_PROTOCOL:
+        return None  # Connect and other protocols carry their own payloads, not topic lists
+    topics: set[str] = set()
+    for member in members:
+        if not member["metadata"]:
+            return None  # Kafka leaves the bytes out while a group rebalances: unknown, not "none"
+        context = f"group {group!r} member {member['member_id']!r}"
+        try:
+            topics.update(decode_subscription(member["metadata"], context)["topics"])
+        except DecodeError:
+            return None
+    return frozenset(topics)
+
+
+_NOT_UTF8 = "not sent: the group id is not valid UTF-8"
+
+
+def _sendable(name: str) -> bool:
+    # kafka-python hangs on a name it cannot encode (see admin_calls), so it is never sent.
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _require_sendable(group: str) -> None:
+    if not _sendable(group):
+        raise GroupCallError(group, error_name(Errors.InvalidGroupIdError.errno), _NOT_UTF8)
+
+
+def _on_every_partition(partitions: list[tuple[str, int]], error: BaseException | int,
+                        message: str | None = None) -> list[PartitionOutcome]:
+    name, text = error_name(error), message or error_message(error)
+    return [PartitionOutcome(topic, partition, name, text, group_level=True) for topic, partition in partitions]
+
+
+def _unreachable(admin: SnapshotAdminClient, error: BaseException) -> BrokerUnreachable:
+    servers = admin.config["bootstrap_servers"]
+    address = servers if isinstance(servers, str) else ",".join(servers)
+    return BrokerUnreachable(address, f"{type(error).__name__}: {error}")

@@ -1,0 +1,191 @@
+"""Cleanup plans: what to remove, why, and the facts it rests on; immutable once written.
+
+A plan is built from the gold and silver tables (see candidates.py for what is proposed), gets
+an id that is a hash of its whole content, and expires after `valid_hours`. Its rows in
+`cleanup_plans` are only ever appended, never changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+
+from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS, cleanup_candidates
+from offsets_platform.lake import Lake
+
+PLANS = "cleanup_plans"
+OFFSET_DELETE = "OffsetDelete"
+DELETE_GROUPS = "DeleteGroups"
+DEFAULT_VALID_HOURS = 24
+
+
+class PlanError(ValueError):
+    """A plan is unknown, expired, already applied, or would be unsafe; the message says which."""
+
+
+@dataclass(frozen=True)
+class PlannedAction:
+    action: str  # OFFSET_DELETE or DELETE_GROUPS
+    group: str
+    topic: str | None
+    partition: int | None
+    reason: str
+    facts: dict = field(compare=False)
+
+    @property
+    def action_id(self) -> str:
+        """Stable across plans: the same removal has the same id."""
+        return _digest([self.action, self.group, self.topic, self.partition])[:12]
+
+    def describe(self) -> str:
+        target = self.group if self.topic is None else f"{self.group} {self.topic}-{self.partition}"
+        return f"{self.action} {target}"
+
+
+@dataclass(frozen=True)
+class CleanupPlan:
+    plan_id: str
+    created_at: datetime
+    expires_at: datetime
+    created_by: str
+    actions: tuple[PlannedAction, ...]
+
+    def action(self, action_id: str) -> PlannedAction:
+        for action in self.actions:
+            if action.action_id == action_id:
+                return action
+        raise PlanError(f"plan {self.plan_id} has no action {action_id}")
+
+    def expired(self, now: datetime | None = None) -> bool:
+        return (now or datetime.now(timezone.utc)) >= self.expires_at
+
+
+def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HOURS,
+               clean_early: tuple[str, ...] = (), valid_hours: int = DEFAULT_VALID_HOURS,
+               now: datetime | None = None) -> CleanupPlan:
+    """Propose OffsetDelete for stale offsets of unsubscribed topics (and every offset of the
+    Empty or standalone groups in `clean_early`) and DeleteGroups for groups Empty longer than
+    `idle_hours`. Raises PlanError when a requested action would be unsafe."""
+    now = now or datetime.now(timezone.utc)
+    candidates = cleanup_candidates(lake, idle_hours=idle_hours)
+    groups = {row["group"]: row for row in lake.read_arrow("group_state").to_pylist()}
+    subscriptions = _subscriptions(lake)
+    lag = {(r["group"], r["topic"], r["partition"]): r for r in lake.read_arrow("consumer_lag").to_pylist()}
+    actions = [_offset_delete(row, groups, subscriptions, lag, "the group no longer subscribes to the topic")
+               for row in candidates.offset_deletes]
+    actions += _clean_early(lake, clean_early, groups, subscriptions, lag)
+    actions += [_delete_group(row, idle_hours) for row in candidates.group_deletes]
+    actions = _unique(actions)
+    check_safe(actions, groups, subscriptions)
+    created_at = now.replace(microsecond=0)
+    expires_at = created_at + timedelta(hours=valid_hours)
+    plan_id = _digest([created_at.isoformat(), expires_at.isoformat(), created_by,
+                       [[a.action_id, a.reason, a.facts] for a in actions]])[:16]
+    return CleanupPlan(plan_id, created_at, expires_at, created_by, tuple(actions))
+
+
+def check_safe(actions: list[PlannedAction], groups: dict[str, dict], subscriptions: dict[str, set[str]]) -> None:
+    """The rules a plan never breaks, whatever the broker would accept."""
+    for action in actions:
+        if action.action == OFFSET_DELETE and action.topic in subscriptions.get(action.group, set()):
+            raise PlanError(f"unsafe: {action.describe()}: a live member of {action.group} subscribes to "
+                            f"{action.topic}")
+        members = (groups.get(action.group) or {}).get("member_count") or 0
+        if action.action == DELETE_GROUPS and members > 0:
+            raise PlanError(f"unsafe: {action.describe()}: the group has {members} members")
+
+
+def save_plan(lake: Lake, plan: CleanupPlan) -> None:
+    """Append the plan's actions (a plan with no action is not stored: nothing to approve)."""
+    if not plan.actions:
+        return
+    if lake.exists(PLANS) and lake.query(f"select count(*) as n from {PLANS} where plan_id = '{plan.plan_id}'",
+                                         PLANS).column("n")[0].as_py():
+        raise PlanError(f"plan {plan.plan_id} is already stored; plans never change")
+    rows = [{"plan_id": plan.plan_id, "action_id": a.action_id, "action": a.action, "group": a.group,
+             "topic": a.topic, "partition": a.partition, "reason": a.reason,
+             "facts": json.dumps(a.facts, sort_keys=True, default=str), "created_at": plan.created_at,
+             "expires_at": plan.expires_at, "created_by": plan.created_by} for a in plan.actions]
+    lake.append(PLANS, pa.Table.from_pylist(rows))
+
+
+def load_plan(lake: Lake, plan_id: str) -> CleanupPlan:
+    rows = [] if not lake.exists(PLANS) else lake.query(
+        f"select * from {PLANS} where plan_id = '{_quote(plan_id)}' order by action, \"group\", topic, \"partition\"",
+        PLANS).to_pylist()
+    if not rows:
+        raise PlanError(f"unknown plan {plan_id!r}")
+    actions = tuple(PlannedAction(r["action"], r["group"], r["topic"], r["partition"], r["reason"],
+                                  json.loads(r["facts"])) for r in rows)
+    first = rows[0]
+    return CleanupPlan(plan_id, first["created_at"], first["expires_at"], first["created_by"], actions)
+
+
+def _subscriptions(lake: Lake) -> dict[str, set[str]]:
+    subscribed: dict[str, set[str]] = {}
+    for row in lake.read_arrow("group_subscriptions").to_pylist():
+        subscribed.setdefault(row["group"], set()).add(row["topic"])
+    return subscribed
+
+
+def _offset_delete(row: dict, groups: dict, subscriptions: dict, lag: dict, reason: str) -> PlannedAction:
+    group = groups.get(row["group"], {})
+    lagging = lag.get((row["group"], row["topic"], row["partition"]), {})
+    return PlannedAction(OFFSET_DELETE, row["group"], row["topic"], row["partition"], reason, facts={
+        "group_state": group.get("state"),
+        "member_count": group.get("member_count"),
+        "subscribed_topics": sorted(subscriptions.get(row["group"], ())),
+        "committed_offset": row["committed_offset"],
+        "commit_time": row.get("commit_time_estimate"),
+        "lag_messages": lagging.get("lag_messages"),
+        # if the group came back with auto.offset.reset=latest, these messages would be skipped
+        "messages_lost_on_reset": lagging.get("lag_messages"),
+        "expires_at": row.get("expires_at"),
+    })
+
+
+def _clean_early(lake: Lake, chosen: tuple[str, ...], groups: dict, subscriptions: dict,
+                 lag: dict) -> list[PlannedAction]:
+    if not chosen:
+        return []
+    actions = []
+    offsets = lake.read_arrow("expirable_offsets").to_pylist()
+    for name in chosen:
+        group = groups.get(name)
+        if group is None:
+            raise PlanError(f"cannot clean {name!r} early: no such group in group_state")
+        if group["state"] != "Empty" or (group["member_count"] or 0) > 0:
+            raise PlanError(f"cannot clean {name!r} early: it is {group['state']} with "
+                            f"{group['member_count']} members; only Empty or standalone groups can be")
+        reason = f"the operator chose to clean this {group['classification']} group early (it is Empty)"
+        actions += [_offset_delete(row, groups, subscriptions, lag, reason) for row in offsets if row["group"] == name]
+    return actions
+
+
+def _delete_group(row: dict, idle_hours: int) -> PlannedAction:
+    return PlannedAction(DELETE_GROUPS, row["group"], None, None,
+                         f"the group has been Empty for more than {idle_hours} h", facts={
+                             "group_state": row["state"], "state_since": row["state_since"],
+                             "classification": row["classification"],
+                             "committed_offsets": row["committed_offsets"], "member_count": 0})
+
+
+def _unique(actions: list[PlannedAction]) -> list[PlannedAction]:
+    seen, unique = set(), []
+    for action in actions:
+        if action.action_id not in seen:
+            seen.add(action.action_id)
+            unique.append(action)
+    return unique
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")

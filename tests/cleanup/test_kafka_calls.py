@@ -1,0 +1,126 @@
+"""The cleanup's Kafka calls against the real embedded broker (noida-db), groups made by real clients.
+
+Where noida-db answers differently from Kafka the test asserts what noida-db does and names the
+difference ("noida-db deviation"), so a change in either shows up here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from offsets_platform.cleanup.kafka_calls import (
+    DEAD, delete_groups, delete_offsets, live_group, topic_metadata,
+)
+from offsets_platform.kafka.admin_calls import open_admin
+from offsets_platform.workload.live.clients import committed_offsets
+from tests.cleanup.direct_helpers import (
+    ORDERS, PAYMENTS, commit, empty_group, join_group, make_topics, standalone_commit,
+)
+
+
+@pytest.fixture(scope="module")
+def bootstrap(broker) -> str:
+    make_topics(broker.bootstrap_servers)
+    return broker.bootstrap_servers
+
+
+@pytest.fixture
+def admin(connection, bootstrap):
+    with open_admin(connection, 10, 10) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def live_member(bootstrap):
+    """Group `calls-live`: one member subscribed to orders, with offsets on orders and payments."""
+    consumer = join_group(bootstrap, "calls-live", [ORDERS], 3)
+    commit(consumer, {(ORDERS, 0): (2, ""), (ORDERS, 1): (3, ""), (PAYMENTS, 0): (1, "")})
+    yield consumer
+    consumer.close()
+
+
+def test_live_group_of_a_stable_group_has_its_members_subscriptions_and_offsets(admin, live_member):
+    state = live_group(admin, "calls-live")
+    assert (state.state, state.protocol_type, state.member_count) == ("Stable", "consumer", 1)
+    assert state.subscribed_topics == {ORDERS}
+    assert state.committed_offsets == {(ORDERS, 0): 2, (ORDERS, 1): 3, (PAYMENTS, 0): 1}
+    assert state.exists
+
+
+def test_live_group_of_empty_standalone_and_unknown_groups(admin, bootstrap):
+    empty_group(bootstrap, "calls-empty", [PAYMENTS], {(PAYMENTS, 1): 4})
+    standalone_commit(bootstrap, "calls-standalone", {(ORDERS, 2): 5})
+
+    empty = live_group(admin, "calls-empty")
+    assert (empty.state, empty.protocol_type, empty.member_count, empty.subscribed_topics) == \
+        ("Empty", "consumer", 0, frozenset())
+    assert empty.committed_offsets == {(PAYMENTS, 1): 4}
+    standalone = live_group(admin, "calls-standalone")
+    assert (standalone.state, standalone.protocol_type, standalone.member_count) == ("Empty", "", 0)
+    assert standalone.committed_offsets == {(ORDERS, 2): 5}
+    # Like Kafka before DescribeGroups v6: an unknown group is "Dead" with no error.
+    unknown = live_group(admin, "calls-never-existed")
+    assert (unknown.state, unknown.member_count, unknown.committed_offsets) == (DEAD, 0, {})
+    assert not unknown.exists
+
+
+def test_topic_metadata_names_partitions_and_unknown_topics(admin):
+    metadata = topic_metadata(admin, [ORDERS, PAYMENTS, "calls-no-such-topic"])
+    assert metadata.partitions == {ORDERS: {0, 1, 2}, PAYMENTS: {0, 1}}
+    assert metadata.errors == {"calls-no-such-topic": 3}  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_delete_offsets_answers_per_partition(admin, bootstrap):
+    standalone_commit(bootstrap, "calls-delete", {(ORDERS, 0): 1, (ORDERS, 1): 1, (PAYMENTS, 0): 1})
+    outcomes = delete_offsets(admin, "calls-delete", [(ORDERS, 0), (ORDERS, 1), (ORDERS, 0)])
+    assert [(o.topic, o.partition, o.error, o.group_level) for o in outcomes] == \
+        [(ORDERS, 0, None, False), (ORDERS, 1, None, False)]
+    assert committed_offsets(admin, "calls-delete") == {(PAYMENTS, 0): 1}
+    assert delete_offsets(admin, "calls-delete", []) == []
+
+
+def test_delete_offsets_returns_a_group_level_error_on_every_partition(admin):
+    outcomes = delete_offsets(admin, "calls-never-existed", [(ORDERS, 0), (PAYMENTS, 1)])
+    assert [(o.partition, o.error, o.message, o.group_level) for o in outcomes] == [
+        (0, "GROUP_ID_NOT_FOUND", "The group id does not exist.", True),
+        (1, "GROUP_ID_NOT_FOUND", "The group id does not exist.", True)]
+
+
+def test_noida_deviation_offset_delete_on_a_subscribed_topic_succeeds(admin, live_member):
+    # Kafka answers GROUP_SUBSCRIBED_TO_TOPIC (KIP-496) for a topic a live member subscribes to;
+    # noida-db deletes the offset. This is why the commands check subscriptions themselves.
+    [outcome] = delete_offsets(admin, "calls-live", [(ORDERS, 1)])
+    assert outcome.error is None
+    assert (ORDERS, 1) not in committed_offsets(admin, "calls-live")
+
+
+def test_noida_deviation_offset_delete_of_an_unknown_topic_or_partition_succeeds(admin, bootstrap):
+    # Kafka answers UNKNOWN_TOPIC_OR_PARTITION; noida-db answers no error. The commands check the
+    # cluster metadata before sending for that reason.
+    standalone_commit(bootstrap, "calls-typo", {(ORDERS, 0): 1})
+    outcomes = delete_offsets(admin, "calls-typo", [("calls-no-such-topic", 0), (ORDERS, 9)])
+    assert [o.error for o in outcomes] == [None, None]
+
+
+def test_noida_deviation_empty_group_id_is_group_id_not_found(admin):
+    # Kafka answers INVALID_GROUP_ID for an empty group id, in OffsetDelete and DeleteGroups alike.
+    [offsets] = delete_offsets(admin, "", [(ORDERS, 0)])
+    [group] = delete_groups(admin, [""])
+    assert (offsets.error, offsets.group_level, group.error) == ("GROUP_ID_NOT_FOUND", True, "GROUP_ID_NOT_FOUND")
+
+
+def test_delete_groups_answers_per_group_in_the_order_asked(admin, bootstrap, live_member):
+    empty_group(bootstrap, "calls-gone", [ORDERS], {(ORDERS, 0): 3})
+    outcomes = delete_groups(admin, ["calls-gone", "calls-live", "calls-ghost", "calls-gone"])
+    assert [(o.group, o.error, o.message) for o in outcomes] == [
+        ("calls-gone", None, None),
+        ("calls-live", "NON_EMPTY_GROUP", "The group is not empty."),
+        ("calls-ghost", "GROUP_ID_NOT_FOUND", "The group id does not exist.")]
+    assert "calls-gone" not in {group["group_id"] for group in admin.list_groups()}
+
+
+def test_a_group_id_that_cannot_be_encoded_is_never_sent(admin):
+    # kafka-python would hang on it; Kafka's answer would be INVALID_GROUP_ID.
+    [outcome] = delete_groups(admin, ["bad\udcffgroup"])
+    [partition] = delete_offsets(admin, "bad\udcffgroup", [(ORDERS, 0)])
+    assert (outcome.error, partition.error) == ("INVALID_GROUP_ID", "INVALID_GROUP_ID")
