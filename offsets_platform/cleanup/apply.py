@@ -51,7 +51,7 @@ def done_actions(lake: Lake, plan_id: str) -> set[str]:
 
 def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run: bool = False,
                requested_by: str | None = None, now: datetime | None = None,
-               emit: Callable[[str], None] = print) -> ApplyResult:
+               emit: Callable[[str], None] = print, timeout_s: float = 15.0) -> ApplyResult:
     """Apply (or with `dry_run`, only show and audit) the plan's approved, not yet done actions.
 
     Raises:
@@ -69,7 +69,7 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
     audit = _Audit(lake, plan_id, connection.bootstrap_servers, requested_by or getpass.getuser(), dry_run)
     emit(f"plan {plan_id}: {len(todo)} approved actions to {'show' if dry_run else 'apply'}"
          f" ({len(done)} already done, {len(plan.actions) - len(approved)} not approved)")
-    with open_admin(connection) as admin:
+    with open_admin(connection, timeout_s, timeout_s) as admin:
         by_group: dict[str, list[PlannedAction]] = {}
         for action in todo:
             by_group.setdefault(action.group, []).append(action)
