@@ -6,7 +6,10 @@
 -- state in the log at that moment) and had expired by the tombstone's time; otherwise a deletion.
 -- For KIP-848 groups the subscription at that moment is not reconstructed: their offsets count as
 -- candidates (base time = commit time), so an administrative deletion of an old offset of a
--- subscribed topic would be counted as an expiration.
+-- subscribed topic would be counted as an expiration. Deletions the project performed itself are
+-- known exactly from cleanup_audit: a tombstone within 10 minutes of one of them is a deletion,
+-- and an audited OffsetDelete whose tombstone is not in the log (a cluster seen only through the
+-- admin API) still counts, at the time it was sent.
 {% set bucket_seconds = var('metrics_bucket_minutes') * 60 %}
 with records as (
     select `group`, topic, `partition`, tombstone, commit_timestamp, source_timestamp, source_offset,
@@ -50,6 +53,19 @@ subscriptions_then as (
 kip848_groups as (
     select distinct `group` from {{ source('bronze', 'consumer_group_records') }}
 ),
+project_deletions as (
+    select `group`, topic, `partition`, action, at
+    from {{ source('cleanup', 'cleanup_audit') }}
+    where outcome = 'deleted'
+),
+tombstones_by_project as (
+    -- a DeleteGroups (topic null) removes every offset of the group
+    select distinct t.`group`, t.source_offset
+    from tombstones t
+    join project_deletions d
+      on d.`group` = t.`group` and (d.topic is null or (d.topic = t.topic and d.`partition` = t.`partition`))
+     and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
+),
 retention as (
     select coalesce(
         (select offsets_retention_minutes from {{ source('bronze', 'broker_configs') }}
@@ -58,6 +74,7 @@ retention as (
 ),
 classified as (
     select t.removed_at,
+           p.source_offset is not null as by_project,
            case when k.`group` is not null then t.commit_timestamp
                 when t.group_then is null or t.group_then.tombstone
                      or coalesce(t.group_then.protocol_type, '') = '' then t.commit_timestamp
@@ -67,6 +84,7 @@ classified as (
            end as base_time,
            t.expire_timestamp
     from tombstones_in_context t
+    left join tombstones_by_project p on p.`group` = t.`group` and p.source_offset = t.source_offset
     left join kip848_groups k on k.`group` = t.`group`
     left join subscriptions_then s
       on s.source_partition = t.group_then.source_partition and s.source_offset = t.group_then.source_offset
@@ -77,12 +95,20 @@ events as (
     from {{ source('bronze', 'offset_commit_records') }} where not tombstone
     union all
     select removed_at,
-           case when base_time is not null and (
+           case when by_project then 'deletion'
+                when base_time is not null and (
                   (expire_timestamp is not null and removed_at >= expire_timestamp)
                   or (expire_timestamp is null
                       and removed_at >= base_time + make_dt_interval(0, 0, cast((select minutes from retention) as int), 0)))
                 then 'expiration' else 'deletion' end
     from classified
+    union all
+    select d.at, 'deletion'
+    from project_deletions d
+    left anti join tombstones t
+      on t.`group` = d.`group` and t.topic = d.topic and t.`partition` = d.`partition`
+     and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
+    where d.action = 'OffsetDelete'
     union all
     select source_timestamp, 'rebalance'
     from {{ source('bronze', 'group_metadata_records') }} where not tombstone and member_count > 0

@@ -56,3 +56,25 @@ def test_commits_and_completed_rebalances_are_counted(metrics):
     assert row["offset_commits"] == 3 + 2 + 2  # solo, stable, gone
     assert row["group_completed_rebalances"] == 3  # group records with members
     assert row["bucket_start"] == at() and row["bucket_minutes"] == 1440
+
+
+def test_deletions_the_project_performed_are_known_from_the_audit(spark, tmp_path):
+    """A tombstone that would pass for an expiration is a deletion when the audit shows the project
+    sent it, and an audited OffsetDelete the log does not show still counts."""
+    import pyarrow as pa
+
+    from offsets_platform.lake import Lake
+
+    lake = Lake(tmp_path / "lake")
+    b = BronzeBuilder()
+    b.commit("solo", "t", 0, 1, at(hours=1))
+    b.offset_tombstone("solo", "t", 0, at(hours=3))  # 2 h > 60 min: an expiration by the rules alone
+    b.write(lake)
+    audit = [{"audit_id": name, "plan_id": None, "action_id": None, "origin": "cli", "action": "OffsetDelete",
+              "group": "solo", "topic": "t", "partition": partition, "outcome": "deleted", "error": None,
+              "detail": None, "bootstrap_servers": "b:9092", "requested_by": "ops", "at": when}
+             for name, partition, when in (("a1", 0, at(hours=3, minutes=1)), ("a2", 7, at(hours=5)))]
+    lake.append("cleanup_audit", pa.Table.from_pylist(audit))
+    run_models(spark, lake, at(days=1), offsets_retention_minutes_fallback=60, metrics_bucket_minutes=1440)
+    (row,) = lake.read_arrow("coordinator_metrics").to_pylist()
+    assert (row["offset_expirations"], row["offset_deletions"]) == (0, 2)
