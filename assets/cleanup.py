@@ -12,11 +12,16 @@ from dagster import (AssetExecutionContext, Config, MaterializeResult, MetadataV
 from pydantic import Field
 
 from assets.resources import KafkaResource, LakeResource
-from assets.table_specs import table_metadata
+from assets.table_specs import table_asset_spec, table_metadata
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, build_plan, save_plan
+
+
+# Written by the approve and apply jobs (and the CLI), not materialized: declared so that the
+# graph shows them and coordinator_metrics' dependency on the audit.
+cleanup_record_tables = [table_asset_spec(name, "cleanup", set()) for name in ("cleanup_approvals", "cleanup_audit")]
 
 
 class PlanConfig(Config):

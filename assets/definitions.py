@@ -5,7 +5,7 @@ from __future__ import annotations
 from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
 
 from assets.bronze import offsets_topic_bronze
-from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan
+from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables
 from assets.models import ModelsResource, model_assets
 from assets.quality import expectation_checks
 from assets.resources import KafkaResource, LakeResource, SparkResource
@@ -32,7 +32,8 @@ ingest_job = define_asset_job(
 )
 
 defs = Definitions(
-    assets=[offsets_topic_bronze, cluster_snapshot, *model_assets(project), cleanup_plan],
+    assets=[offsets_topic_bronze, cluster_snapshot, *model_assets(project), cleanup_plan,
+            *cleanup_record_tables],
     asset_checks=expectation_checks(project),
     jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup],
     resources={

@@ -79,3 +79,42 @@ def test_resource_fields_override_the_environment_field_by_field(monkeypatch):
     assert (connection.bootstrap_servers, connection.sasl_mechanism, connection.sasl_username) == (
         "from-env:9092", "PLAIN", "env-user")
     assert connection.security_protocol == "PLAINTEXT"
+
+
+def test_every_model_is_an_asset_with_its_refs_as_deps_and_its_sql_hash_as_code_version():
+    from offsets_platform.models import default_project
+
+    graph = defs.resolve_asset_graph()
+    for model in default_project().models:
+        node = graph.get(AssetKey(model.name))
+        assert node.group_name == model.layer and node.description == model.description
+        assert node.code_version == model.code_version
+        parents = {key.to_user_string() for key in node.parent_keys}
+        assert set(model.refs) | {table for _, table in model.sources} == parents
+    checks = {key.asset_key.to_user_string() for key in graph.asset_check_keys}
+    assert {m.name for m in default_project().models} | {"rejected_records"} <= checks
+    for name in ("refresh", "ingest", "approve_cleanup", "apply_cleanup"):
+        assert defs.resolve_job_def(name).executor_def.name == "in_process"
+
+
+def test_the_approval_job_records_who_approved_and_refuses_an_unknown_plan(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    from offsets_platform.cleanup.plans import CleanupPlan, PlannedAction, save_plan
+
+    lake = Lake(tmp_path / "lake")
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    plan = CleanupPlan("p1", now, now + timedelta(hours=1), "test",
+                       (PlannedAction("DeleteGroups", "old-group", None, None, "idle", {"member_count": 0}),))
+    save_plan(lake, plan)
+    job = defs.resolve_job_def("approve_cleanup")
+
+    def run(plan_id):
+        config = {"ops": {"approve_plan": {"config": {"plan_id": plan_id, "approved_by": "alice"}}},
+                  "resources": {"lake": {"config": {"root": str(lake.root)}}}}
+        with DagsterInstance.ephemeral() as instance:
+            return job.execute_in_process(run_config=config, instance=instance, raise_on_error=False)
+
+    assert run("p1").success
+    assert [(r["plan_id"], r["approved_by"]) for r in lake.read_arrow("cleanup_approvals").to_pylist()] == [("p1", "alice")]
+    assert not run("nope").success

@@ -1,0 +1,51 @@
+"""`offsets-platform plan / show / approve / apply` end to end on the embedded broker."""
+
+from __future__ import annotations
+
+import re
+
+from offsets_platform.cli import main
+from offsets_platform.ingest.snapshots import snapshot_cluster
+from offsets_platform.lake import Lake
+from tests.cleanup.direct_helpers import ORDERS, empty_group, make_topics, standalone_commit
+
+
+def _run(argv, capsys) -> tuple[int, str]:
+    status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err
+
+
+def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection, tmp_path, capsys):
+    make_topics(broker.bootstrap_servers)
+    empty_group(broker.bootstrap_servers, "idle-app", [ORDERS], {(ORDERS, 0): 3})
+    standalone_commit(broker.bootstrap_servers, "idle-standalone", {(ORDERS, 1): 2})
+    snapshot_cluster(connection, Lake(tmp_path / "lake"), emit=lambda line: None)
+    home = ["--home", str(tmp_path)]
+    assert _run(["models", *home], capsys)[0] == 0
+
+    status, output = _run(["plan", *home, "--idle-hours", "0", "--by", "ops"], capsys)
+    assert status == 0
+    plan_id = re.search(r"approve it with: offsets-platform approve (\w+)", output).group(1)
+    assert "DeleteGroups idle-app" in output and "DeleteGroups idle-standalone" in output
+
+    status, output = _run(["apply", plan_id, "--bootstrap-server", broker.bootstrap_servers, *home], capsys)
+    assert status == 1 and "no approved action" in output
+
+    status, output = _run(["approve", plan_id, "--by", "alice", "--comment", "idle for good", *home], capsys)
+    assert status == 0 and "alice approved 2 actions" in output
+    status, output = _run(["show", plan_id, *home], capsys)
+    assert output.count("[approved by alice]") == 2
+
+    status, output = _run(["apply", plan_id, "--dry-run", "--bootstrap-server", broker.bootstrap_servers, *home], capsys)
+    assert status == 0 and "2 shown (dry run: nothing sent)" in output
+    status, output = _run(["apply", plan_id, "--bootstrap-server", broker.bootstrap_servers, *home], capsys)
+    assert status == 0 and "DeleteGroups idle-app: Successful" in output
+    assert output.endswith("2 deleted, 0 skipped, 0 failed\n")
+    status, output = _run(["show", plan_id, *home], capsys)
+    assert output.count("[deleted]") == 2
+
+    status, output = _run(["approve", plan_id, "--by", "bob", *home], capsys)
+    assert status == 1 and "already been applied" in output
+    status, output = _run(["show", "nope", *home], capsys)
+    assert status == 1 and "unknown plan 'nope'" in output
