@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test bench ui validate clean
+.PHONY: demo test bench bench-models ui validate clean
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ test: $(INSTALLED)  ## the whole test suite
 
 bench: $(INSTALLED)  ## decode and ingest speed and memory, side by side (writes benchmarks/results/)
 	$(BIN)/python benchmarks/ingest_bench.py
+
+bench-models: $(INSTALLED)  ## full and incremental model refresh time and memory over 10M records (writes benchmarks/results/)
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python benchmarks/models_bench.py
 
 validate: $(INSTALLED)  ## check the Dagster definitions load
 	$(BIN)/dagster definitions validate -w workspace.yaml

@@ -39,7 +39,7 @@ class PlanConfig(Config):
 )
 def cleanup_plan(context: AssetExecutionContext, config: PlanConfig, lake: LakeResource) -> MaterializeResult:
     the_lake = lake.lake()
-    plan = build_plan(the_lake, created_by=f"dagster run {context.run_id[:8]}", idle_hours=config.idle_hours,
+    plan = build_plan(the_lake, created_by=f"dagster run {context.run.run_id[:8]}", idle_hours=config.idle_hours,
                       clean_early=tuple(config.clean_early), valid_hours=config.valid_hours)
     save_plan(the_lake, plan)
     lines = ["| action | group | topic | partition | reason |", "|---|---|---|---|---|"]
@@ -80,7 +80,7 @@ class ApplyConfig(Config):
 def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka: KafkaResource,
                         lake: LakeResource) -> None:
     result = apply_plan(lake.lake(), kafka.connection(), config.plan_id, dry_run=config.dry_run,
-                        requested_by=config.requested_by or f"dagster run {context.run_id[:8]}", emit=context.log.info)
+                        requested_by=config.requested_by or f"dagster run {context.run.run_id[:8]}", emit=context.log.info)
     context.log.info(f"plan {config.plan_id}: {result.count('deleted')} deleted, {result.count('skipped')} skipped, "
                      f"{result.count('failed')} failed, {result.count('dry_run')} shown (dry run)")
     if result.failed:
