@@ -67,10 +67,7 @@ tombstones_by_project as (
      and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
 ),
 retention as (
-    select coalesce(
-        (select offsets_retention_minutes from {{ source('bronze', 'broker_configs') }}
-         order by snapshot_at desc limit 1),
-        {{ var('offsets_retention_minutes_fallback') }}) as minutes
+    select minutes from {{ ref('offsets_retention') }}
 ),
 classified as (
     select t.removed_at,

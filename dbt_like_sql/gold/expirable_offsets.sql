@@ -21,10 +21,7 @@ pending as (
     select distinct `group`, topic, `partition` from {{ source('bronze', 'pending_offset_commits') }}
 ),
 retention as (
-    select coalesce(
-        (select offsets_retention_minutes from {{ source('bronze', 'broker_configs') }}
-         order by snapshot_at desc limit 1),
-        {{ var('offsets_retention_minutes_fallback') }}) as minutes
+    select minutes from {{ ref('offsets_retention') }}
 ),
 facts as (
     select o.*, coalesce(g.state, 'Empty') as group_state,

@@ -12,12 +12,11 @@ from datetime import datetime, timezone
 import pytest
 
 from offsets_platform.cleanup.direct import TopicRequest, parse_topic_argument
-from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.kafka.embedded import free_loopback_port
 from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.workload.live.clients import committed_offsets
 from tests.cleanup.direct_helpers import (
-    ORDERS, PAYMENTS, audit_rows, commit, empty_group, join_group, make_topics, run_cli, standalone_commit,
+    ORDERS, PAYMENTS, audit_rows, commit, empty_group, join_group, run_cli, standalone_commit,
 )
 
 HEADER = "TOPIC                          PARTITION       STATUS         "
@@ -28,18 +27,6 @@ UNKNOWN = ("Error: UNKNOWN_TOPIC_OR_PARTITION: "
 def row(topic: str, partition, status: str) -> str:
     """One table row in Kafka's `%-30s %-15s %-15s`."""
     return "%-30s %-15s %-15s" % (topic, partition, status)
-
-
-@pytest.fixture(scope="module")
-def bootstrap(broker) -> str:
-    make_topics(broker.bootstrap_servers)
-    return broker.bootstrap_servers
-
-
-@pytest.fixture
-def admin(connection, bootstrap):
-    with open_admin(connection, 10, 10) as client:
-        yield client
 
 
 @pytest.fixture

@@ -11,23 +11,10 @@ import pytest
 from offsets_platform.cleanup.kafka_calls import (
     DEAD, delete_groups, delete_offsets, live_group, topic_metadata,
 )
-from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.workload.live.clients import committed_offsets
 from tests.cleanup.direct_helpers import (
-    ORDERS, PAYMENTS, commit, empty_group, join_group, make_topics, standalone_commit,
+    ORDERS, PAYMENTS, commit, empty_group, join_group, standalone_commit,
 )
-
-
-@pytest.fixture(scope="module")
-def bootstrap(broker) -> str:
-    make_topics(broker.bootstrap_servers)
-    return broker.bootstrap_servers
-
-
-@pytest.fixture
-def admin(connection, bootstrap):
-    with open_admin(connection, 10, 10) as client:
-        yield client
 
 
 @pytest.fixture(scope="module")
