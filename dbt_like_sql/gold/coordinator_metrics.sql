@@ -11,12 +11,19 @@
 -- and an audited OffsetDelete whose tombstone is not in the log (a cluster seen only through the
 -- admin API) still counts, at the time it was sent.
 {% set bucket_seconds = var('metrics_bucket_minutes') * 60 %}
-with records as (
-    select `group`, topic, `partition`, tombstone, commit_timestamp, source_timestamp, source_offset,
-           lag(named_struct('tombstone', tombstone, 'commit_timestamp', commit_timestamp,
-                            'expire_timestamp', expire_timestamp))
-               over (partition by `group`, topic, `partition` order by source_offset) as previous
-    from {{ source('bronze', 'offset_commit_records') }}
+with removed_keys as (
+    -- only partitions that ever had a tombstone need the record before it; sorting just their
+    -- records instead of every commit is what keeps this model fast
+    select distinct `group`, topic, `partition`
+    from {{ source('bronze', 'offset_commit_records') }} where tombstone
+),
+records as (
+    select r.`group`, r.topic, r.`partition`, r.tombstone, r.commit_timestamp, r.source_timestamp, r.source_offset,
+           lag(named_struct('tombstone', r.tombstone, 'commit_timestamp', r.commit_timestamp,
+                            'expire_timestamp', r.expire_timestamp))
+               over (partition by r.`group`, r.topic, r.`partition` order by r.source_offset) as previous
+    from {{ source('bronze', 'offset_commit_records') }} r
+    left semi join removed_keys k on k.`group` = r.`group` and k.topic = r.topic and k.`partition` = r.`partition`
 ),
 tombstones as (
     select `group`, topic, `partition`, source_timestamp as removed_at, source_offset,

@@ -93,8 +93,8 @@ class ModelRunner:
         started = time.monotonic()
         model = self.project.model(name)
         reads = self._plan_reads(model, full_refresh)
-        incremental = all(read.new_files is not None for read in reads.values()) and bool(reads) \
-            and model.materialized == "incremental" and not full_refresh
+        # _plan_reads finds appended files only for an incremental model that may run incrementally
+        incremental = bool(reads) and all(read.new_files is not None for read in reads.values())
         context = render(model.name, model.sql, self.variables, incremental=incremental)
         self._register_views(model, context.new_only_sources, reads, incremental)
         try:
