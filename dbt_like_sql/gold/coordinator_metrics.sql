@@ -11,11 +11,14 @@
 -- and an audited OffsetDelete whose tombstone is not in the log (a cluster seen only through the
 -- admin API) still counts, at the time it was sent.
 {% set bucket_seconds = var('metrics_bucket_minutes') * 60 %}
-with removed_keys as (
+with raw_tombstones as (
+    select `group`, topic, `partition`, source_timestamp as removed_at, source_offset
+    from {{ source('bronze', 'offset_commit_records') }} where tombstone
+),
+removed_keys as (
     -- only partitions that ever had a tombstone need the record before it; sorting just their
     -- records instead of every commit is what keeps this model fast
-    select distinct `group`, topic, `partition`
-    from {{ source('bronze', 'offset_commit_records') }} where tombstone
+    select distinct `group`, topic, `partition` from raw_tombstones
 ),
 records as (
     select r.`group`, r.topic, r.`partition`, r.tombstone, r.commit_timestamp, r.source_timestamp, r.source_offset,
@@ -68,7 +71,7 @@ project_deletions as (
 tombstones_by_project as (
     -- a DeleteGroups (topic null) removes every offset of the group
     select distinct t.`group`, t.source_offset
-    from tombstones t
+    from raw_tombstones t
     join project_deletions d
       on d.`group` = t.`group` and (d.topic is null or (d.topic = t.topic and d.`partition` = t.`partition`))
      and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
@@ -109,7 +112,7 @@ events as (
     union all
     select d.at, 'deletion'
     from project_deletions d
-    left anti join tombstones t
+    left anti join raw_tombstones t
       on t.`group` = d.`group` and t.topic = d.topic and t.`partition` = d.`partition`
      and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
     where d.action = 'OffsetDelete'

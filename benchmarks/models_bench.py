@@ -1,0 +1,284 @@
+"""Model refresh speed and memory: a full refresh and an incremental refresh, side by side.
+
+Builds a bronze lake of generated coordinator records without a broker (decode + bronze writes
+exactly as ingest does, streamed in batches), adds two synthetic admin-API snapshots, then:
+  1. full refresh (`run_all(full_refresh=True)`) of all models, R times over the same lake;
+  2. incremental refresh (`run_all()`) R times, each after appending M more records of the same
+     generator stream to bronze (offsets and timestamps continue).
+Each refresh runs in a fresh child process, as a scheduled refresh starts, so JVM start-up is
+included (and reported apart); a psutil thread samples the RSS of the child and its JVM.
+
+    SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/models_bench.py \
+        [--records 10000000] [--new-records 100000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ingest_bench import timed  # benchmarks/ is on sys.path when this file runs as a script
+from offsets_platform.ingest.offsets_topic import IngestResult, write_batch
+from offsets_platform.kafka.offsets_topic import RAW_SCHEMA
+from offsets_platform.lake import Lake
+from offsets_platform.lake.tables import RECORD_TABLES
+from offsets_platform.workload.coordinator_history import generate_batches
+from offsets_platform.workload.partitioning import DEFAULT_PARTITIONS
+
+TARGETS_S = {"full": 60.0, "incremental": 10.0}
+BATCH = 250_000  # ingest's default batch_records: one Delta commit per table per batch, as ingest makes
+
+
+class BronzeFeed:
+    """One generator stream, written to bronze in slices (the build, then each append).
+
+    The stream is sized for everything the run will write, so the appends are its later
+    records: the same groups, later timestamps, and per-partition offsets that continue.
+    """
+
+    def __init__(self, lake: Lake, total: int):
+        self.lake = lake
+        self.batches = generate_batches(seed=7, records=total, batch_size=BATCH)
+        self.pending = pa.table({})  # the rest of the last generated batch
+        self.next_offset = np.zeros(DEFAULT_PARTITIONS, np.int64)
+        self.written = 0
+
+    def append(self, records: int, label: str) -> float:
+        """Write the next `records` records as one ingest run; returns the write seconds."""
+        result, started, seconds = IngestResult(run_id=f"bench-{label}"), datetime.now(timezone.utc), 0.0
+        while records > 0:
+            if not self.pending.num_rows:
+                self.pending = next(self.batches)
+            batch, self.pending = self.pending.slice(0, records), self.pending.slice(records)
+            records -= batch.num_rows
+            raw = self._with_offsets(batch)
+            seconds += timed(lambda: write_batch(self.lake, raw, result, started,
+                                                 {name: {} for name in RECORD_TABLES}))
+            self.written += batch.num_rows
+            if label == "build":
+                print(f"  bronze: {self.written:,} records written", file=sys.stderr, flush=True)
+        return seconds
+
+    def _with_offsets(self, batch: pa.Table) -> pa.Table:
+        """Give each record the next offset of its partition, as the log would (vectorised:
+        a stable sort by partition, then each row's rank within its partition)."""
+        partitions = batch["partition"].to_numpy()
+        order = np.argsort(partitions, kind="stable")
+        counts = np.bincount(partitions, minlength=DEFAULT_PARTITIONS)
+        first = np.cumsum(counts) - counts  # where each partition's rows start in `order`
+        sorted_parts = partitions[order]
+        offsets = np.empty(len(partitions), np.int64)
+        offsets[order] = self.next_offset[sorted_parts] + np.arange(len(partitions)) - first[sorted_parts]
+        self.next_offset += counts
+        return pa.table([batch["partition"], pa.array(offsets), batch["timestamp"], batch["key"], batch["value"]],
+                        schema=RAW_SCHEMA)
+
+
+def add_snapshots(lake: Lake) -> None:
+    """Two admin-API snapshots an hour apart, derived from the log, so that the snapshot-driven
+    models (snapshot_offsets, consumer_lag, retention_forecast, unconsumed_messages) have rows:
+    committed offsets as the log has them now, log end offsets a little ahead of the highest
+    commit, and retention moving the log start between the two snapshots."""
+    offsets = lake.query(  # delta-rs hands strings back as views, which pyarrow cannot group yet
+        "select arrow_cast(\"group\", 'Utf8') as \"group\", arrow_cast(topic, 'Utf8') as topic, \"partition\", "
+        "committed_offset from (select \"group\", topic, \"partition\", "
+        "last_value(\"offset\" order by source_offset) as committed_offset, "
+        "last_value(tombstone order by source_offset) as removed "
+        "from offset_commit_records group by \"group\", topic, \"partition\") where not removed",
+        "offset_commit_records")
+    at = lake.query("select max(source_timestamp) as at from offset_commit_records",
+                    "offset_commit_records")["at"][0].as_py()
+    ends = offsets.group_by(["topic", "partition"]).aggregate([("committed_offset", "max")])
+    topics = pc.unique(ends["topic"])
+    for index, snapshot_at in enumerate((at - timedelta(hours=1), at)):
+        snapshot_id = f"{snapshot_at:%Y%m%dT%H%M%S}-bench{index}"
+
+        def stamped(table: pa.Table) -> pa.Table:
+            return table.append_column("snapshot_id", pa.repeat(pa.scalar(snapshot_id), table.num_rows)) \
+                .append_column("snapshot_at", pa.repeat(pa.scalar(snapshot_at, pa.timestamp("us", "UTC")),
+                                                        table.num_rows))
+
+        top, count = ends["committed_offset_max"], offsets.num_rows
+        lake.append("committed_offset_snapshots", stamped(
+            offsets.append_column("leader_epoch", pa.nulls(count, pa.int32()))
+            .append_column("metadata", pa.nulls(count, pa.string()))))
+        lake.append("log_offset_snapshots", stamped(pa.table({
+            "topic": ends["topic"], "partition": ends["partition"],
+            "log_start_offset": pc.multiply(pc.divide(top, 2), index),  # the second snapshot deleted half
+            "log_end_offset": pc.add(top, 1000 * (index + 1))})))
+        lake.append("topic_configs", stamped(pa.table({
+            "topic": topics, "retention_ms": pa.repeat(pa.scalar(7 * 86_400_000), len(topics)),
+            "retention_bytes": pa.repeat(pa.scalar(-1), len(topics)),
+            "cleanup_policy": pa.repeat(pa.scalar("delete"), len(topics))})))
+        lake.append("broker_configs", stamped(pa.table({  # written last: it completes the snapshot
+            "offsets_retention_minutes": [10080], "offsets_retention_source": ["broker"]})))
+    print(f"  snapshots: 2 x {offsets.num_rows:,} committed offsets, {ends.num_rows:,} partitions "
+          f"in {len(topics)} topics", file=sys.stderr, flush=True)
+
+
+def child(lake_root: str, full_refresh: bool) -> None:
+    """Run in a fresh process: one refresh of every model; print timings as JSON."""
+    from offsets_platform.lake.spark import get_spark
+    from offsets_platform.models import ModelRunner
+
+    spark = get_spark()
+    # from the process's creation, so interpreter start-up and imports count as JVM start-up does
+    spark_start_s = time.time() - psutil.Process().create_time()
+    started = time.perf_counter()
+    runs = ModelRunner(spark, Lake(lake_root), emit=lambda line: print(f"    {line}", file=sys.stderr, flush=True)) \
+        .run_all(full_refresh=full_refresh)
+    models_s = time.perf_counter() - started
+    spark.stop()
+    print(json.dumps({"spark_start_s": spark_start_s, "models_s": models_s,
+                      "models": {r.model: {"mode": r.mode, "seconds": r.seconds, "rows_written": r.rows_written,
+                                           "rows_in_table": r.rows_in_table} for r in runs}}))
+
+
+class PeakRss(threading.Thread):
+    """Samples the RSS of a process and all its descendants (the Spark JVM) every 100 ms, and
+    their CPU seconds: other work on the machine inflates wall times, much less CPU time."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.root, self.done, self.peak_mb, self.peak_python_mb = psutil.Process(pid), threading.Event(), 0.0, 0.0
+        self.cpu_s: dict[int, float] = {}  # pid -> user + system seconds, last seen
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            try:
+                processes = [self.root] + self.root.children(recursive=True)
+            except psutil.NoSuchProcess:
+                return
+            rss = {}
+            for process in processes:
+                try:
+                    rss[process.pid] = process.memory_info().rss / 2**20
+                    self.cpu_s[process.pid] = sum(process.cpu_times()[:2])
+                except psutil.NoSuchProcess:  # a child that just ended
+                    pass
+            self.peak_mb = max(self.peak_mb, sum(rss.values()))
+            self.peak_python_mb = max(self.peak_python_mb, rss.get(self.root.pid, 0.0))
+
+
+def measure(lake_root: Path, full_refresh: bool) -> dict:
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, __file__, "--child", str(lake_root), str(int(full_refresh))],
+                               stdout=subprocess.PIPE, text=True)  # stderr (progress) goes straight through
+    sampler = PeakRss(process.pid)
+    sampler.start()
+    out, _ = process.communicate()
+    wall_s = time.perf_counter() - started
+    sampler.done.set()
+    sampler.join()
+    if process.returncode:
+        raise SystemExit(f"refresh child failed with exit code {process.returncode}")
+    return {**json.loads(out.strip().splitlines()[-1]), "wall_s": wall_s, "peak_mb": sampler.peak_mb,
+            "peak_python_mb": sampler.peak_python_mb, "cpu_s": sum(sampler.cpu_s.values()),
+            "load_1min": os.getloadavg()[0]}  # above the core count, other work competed for the CPUs
+
+
+def medians(runs: list[dict]) -> dict:
+    summary = {key: statistics.median(run[key] for run in runs)
+               for key in ("wall_s", "spark_start_s", "models_s", "cpu_s", "peak_mb", "peak_python_mb", "load_1min")}
+    # by name, over the runs that had the model (the project may change during a long run)
+    summary["models"] = {}
+    for name in dict.fromkeys(name for run in runs for name in run["models"]):
+        having = [run["models"][name] for run in runs if name in run["models"]]
+        summary["models"][name] = {"seconds": statistics.median(h["seconds"] for h in having), "runs": len(having),
+                                   "mode": having[-1]["mode"], "rows_in_table": having[-1]["rows_in_table"]}
+    return summary
+
+
+def markdown(results: dict) -> str:
+    full, incremental = results["full"]["median"], results["incremental"]["median"]
+    lines = [f"| median of {results['repeats']} | full refresh | incremental (+{results['new_records']:,}) | "
+             "rows in table (last incremental) |", "|---|---:|---:|---:|"]
+    missing = {"seconds": float("nan"), "mode": "not run", "rows_in_table": 0}
+    for name in dict.fromkeys([*full["models"], *incremental["models"]]):
+        run, other = full["models"].get(name, missing), incremental["models"].get(name, missing)
+        lines.append(f"| {name} | {run['seconds']:.1f} s | {other['seconds']:.1f} s ({other['mode']}) | "
+                     f"{other['rows_in_table']:,} |")
+    for key, label in (("models_s", "**all models (run_all)**"), ("spark_start_s", "process start to SparkSession"),
+                       ("wall_s", "**process wall time**"), ("cpu_s", "CPU time, Python + JVM")):
+        lines.append(f"| {label} | {full[key]:.1f} s | {incremental[key]:.1f} s | |")
+    lines.append(f"| peak RSS, Python + JVM | {full['peak_mb']:,.0f} MB | {incremental['peak_mb']:,.0f} MB | |")
+    lines.append(f"| peak RSS, Python alone | {full['peak_python_mb']:,.0f} MB | "
+                 f"{incremental['peak_python_mb']:,.0f} MB | |")
+    lines.append(f"| load average (1 min) at the end, {results['cpus']} CPUs | {full['load_1min']:.1f} | "
+                 f"{incremental['load_1min']:.1f} | |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=10_000_000, help="records in bronze before the refreshes")
+    parser.add_argument("--new-records", type=int, default=100_000, help="records appended before each incremental")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default="benchmarks/results/models_bench.json")
+    parser.add_argument("--child", nargs=2, metavar=("LAKE", "FULL"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1] == "1")
+        return
+
+    results: dict = {"records": args.records, "new_records": args.new_records, "repeats": args.repeats,
+                     "cpus": os.cpu_count(), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    with tempfile.TemporaryDirectory(prefix="models-bench-") as scratch:
+        lake = Lake(scratch)
+        feed = BronzeFeed(lake, args.records + args.repeats * args.new_records)
+        print(f"building bronze: {args.records:,} records in {scratch}", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        results["build_write_s"] = feed.append(args.records, "build")
+        add_snapshots(lake)
+        results["build_s"] = time.perf_counter() - started
+        print(f"bronze built in {results['build_s']:.0f} s ({results['build_write_s']:.0f} s writing, the rest "
+              "generating)", file=sys.stderr, flush=True)
+        # Full refreshes first: they also leave log_offset_state ready for the incremental runs.
+        results["full"] = {"runs": []}
+        for repeat in range(args.repeats):
+            print(f"full refresh {repeat + 1}/{args.repeats}", file=sys.stderr, flush=True)
+            results["full"]["runs"].append(measure(lake.root, full_refresh=True))
+        results["incremental"] = {"runs": [], "append_s": []}
+        for repeat in range(args.repeats):
+            print(f"appending {args.new_records:,} records, then incremental refresh {repeat + 1}/{args.repeats}",
+                  file=sys.stderr, flush=True)
+            results["incremental"]["append_s"].append(feed.append(args.new_records, f"append-{repeat}"))
+            results["incremental"]["runs"].append(measure(lake.root, full_refresh=False))
+    for kind in ("full", "incremental"):
+        results[kind]["median"] = medians(results[kind]["runs"])
+        results[kind]["target_s"] = TARGETS_S[kind]
+        results[kind]["target_met"] = results[kind]["median"]["wall_s"] < TARGETS_S[kind]
+
+    print()
+    print(markdown(results))
+    print()
+    for kind in ("full", "incremental"):
+        median = results[kind]["median"]
+        print(f"{kind} refresh target < {TARGETS_S[kind]:.0f} s: "
+              f"{'met' if results[kind]['target_met'] else 'NOT met'} "
+              f"(process wall {median['wall_s']:.1f} s, of which models {median['models_s']:.1f} s)")
+        if median["load_1min"] > results["cpus"]:
+            print(f"  note: load average {median['load_1min']:.1f} on {results['cpus']} CPUs: other work shared "
+                  "the machine, so wall times are inflated (CPU time much less)")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"results written to {out}")
+
+
+if __name__ == "__main__":
+    main()
