@@ -25,6 +25,7 @@ from dagster import DagsterInstance
 
 from offsets_platform.kafka.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
+from offsets_platform.report import report_path, write_report
 from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
 from offsets_platform.workload.coordinator_history import generate
 from offsets_platform.workload.live import run_live_workload
@@ -137,3 +138,6 @@ def _print_summary(lake: Lake, workload) -> None:
     print("summary: the Spark SQL models (silver and gold)")
     for line in models_summary(lake):
         print("  " + line)
+    # The same answers as figures, in one HTML file that opens offline: <demo home>/reports/.
+    report = write_report(lake, report_path(lake))
+    print(f"report: {report}")

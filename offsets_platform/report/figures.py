@@ -1,0 +1,252 @@
+"""One Plotly figure per question an operator asks, drawn from the silver and gold tables.
+
+The rules (expiration, lag, retention loss) live in the Spark SQL models; these functions only
+read their results and arrange them for the eye: filter, pivot, count per day. Each function
+takes a Lake and returns a `plotly.graph_objects.Figure`. A missing or empty table gives an empty
+figure whose title ends in "no data", so a report or a notebook never fails on a quiet cluster.
+
+Each figure carries its key numbers in `layout.meta` (a dict of plain numbers): the report
+prints them under the figure and the Dagster asset puts them in its metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from offsets_platform.lake import Lake
+
+# One colour per group state, the same in every figure and notebook.
+STATE_COLORS = {
+    "Stable": "#2ca02c",
+    "Empty": "#9e9e9e",
+    "Dead": "#222222",
+    "PreparingRebalance": "#ff7f0e",
+    "CompletingRebalance": "#ffbb33",
+    "Assigning": "#17becf",
+    "Reconciling": "#9467bd",
+    "Unknown": "#d62728",
+}
+
+GROUP_STATES_TITLE = "Consumer group states over time"
+LAG_TITLE = "Lag in messages, by group and topic-partition"
+RETENTION_TITLE = "Retention: messages lost before they were consumed, and the forecast of the next losses"
+EXPIRATION_TITLE = "Expiration calendar: committed offsets by the day they expire, per rule"
+COORDINATOR_TITLE = "Coordinator metrics over time (KIP-496)"
+
+
+def read_table(lake: Lake, name: str, columns: list[str]) -> pd.DataFrame:
+    """The table's columns as pandas, timestamps as naive UTC; empty if the table does not exist.
+
+    `exists` is checked first because `Lake.read_arrow` would create a missing table, and a
+    report must not change the lake. Timestamps lose their (always UTC) zone because plotly.js
+    does not read zone offsets; the axes say UTC instead.
+    """
+    if not lake.exists(name):
+        return pd.DataFrame(columns=columns)
+    frame = lake.read_arrow(name, columns=columns).to_pandas()
+    for column in frame.columns:
+        if isinstance(frame[column].dtype, pd.DatetimeTZDtype):
+            frame[column] = frame[column].dt.tz_convert("UTC").dt.tz_localize(None)
+    return frame
+
+
+def no_data_figure(title: str, numbers: dict) -> go.Figure:
+    """An empty figure that says so, with the key numbers all zero."""
+    figure = go.Figure()
+    figure.update_layout(title=f"{title}: no data", meta=numbers, xaxis={"visible": False},
+                         yaxis={"visible": False}, height=260)
+    figure.add_annotation(text="no data", showarrow=False, font={"size": 18}, xref="paper", yref="paper",
+                          x=0.5, y=0.5)
+    return figure
+
+
+def group_states_figure(lake: Lake) -> go.Figure:
+    """A timeline per group: each observed state lasts until the group's next observation."""
+    numbers = {"groups": 0, "observations": 0, "state_changes": 0}
+    history = read_table(lake, "group_state_history", ["group", "observed_at", "state", "source"])
+    if history.empty:
+        return no_data_figure(GROUP_STATES_TITLE, numbers)
+    history = history.sort_values(["group", "observed_at"], kind="stable")
+    # Consecutive observations of the same state are one segment (a commit-heavy group logs the
+    # same Stable state many times).
+    changed = (history["state"] != history.groupby("group")["state"].shift()).to_numpy()
+    segments = history[changed].copy()
+    # The newest observation of all is "now" as far as the lake knows; groups still in a state
+    # then get a segment up to it, plus a sliver so that a state seen only at the end is visible.
+    latest, earliest = history["observed_at"].max(), history["observed_at"].min()
+    sliver = max((latest - earliest) * 0.01, pd.Timedelta(seconds=1))
+    segments["until"] = segments.groupby("group")["observed_at"].shift(-1).fillna(latest + sliver)
+    groups = sorted(segments["group"].unique())
+    numbers.update(groups=len(groups), observations=len(history), state_changes=len(segments) - len(groups))
+    figure = go.Figure()
+    for state, rows in segments.groupby("state", sort=True):
+        duration_ms = (rows["until"] - rows["observed_at"]).dt.total_seconds() * 1000
+        figure.add_trace(go.Bar(
+            name=state, orientation="h", y=rows["group"], base=rows["observed_at"], x=duration_ms,
+            marker_color=STATE_COLORS.get(state), customdata=rows[["until", "source"]].astype(str),
+            hovertemplate="%{y}<br>" + state + " from %{base|%Y-%m-%d %H:%M:%S}<br>"
+                          "until %{customdata[0]}<br>seen in the %{customdata[1]}<extra></extra>"))
+    figure.update_layout(title=GROUP_STATES_TITLE, barmode="overlay", meta=numbers, legend_title_text="state",
+                         height=max(360, 22 * len(groups) + 160))
+    figure.update_xaxes(type="date", title_text="time (UTC)")
+    figure.update_yaxes(categoryorder="array", categoryarray=groups[::-1], title_text="group")
+    return figure
+
+
+def lag_heatmap_figure(lake: Lake) -> go.Figure:
+    """consumer_lag's lag_messages as a group x topic-partition grid (blank: no committed offset)."""
+    numbers = {"groups": 0, "partitions": 0, "total_lag_messages": 0, "max_lag_messages": 0}
+    lag = read_table(lake, "consumer_lag", ["group", "topic", "partition", "lag_messages", "lag_ms",
+                                            "below_log_start"])
+    if lag.empty:
+        return no_data_figure(LAG_TITLE, numbers)
+    lag = lag.sort_values(["topic", "partition", "group"])
+    lag["topic_partition"] = lag["topic"] + "-" + lag["partition"].astype(str)
+    columns = list(dict.fromkeys(lag["topic_partition"]))  # topic, then partition number
+    # Int64 keeps the counts whole where pivoting leaves gaps (a group without that partition).
+    grid = lag.pivot(index="group", columns="topic_partition", values="lag_messages")[columns].astype("Int64")
+    lag_s = lag.pivot(index="group", columns="topic_partition", values="lag_ms").reindex(grid.index)[columns]
+    numbers.update(groups=len(grid.index), partitions=len(columns), total_lag_messages=int(lag["lag_messages"].sum()),
+                   max_lag_messages=int(lag["lag_messages"].max()))
+    figure = go.Figure(go.Heatmap(
+        z=_cells(grid), x=columns, y=list(grid.index), customdata=_cells(lag_s / 1000), colorscale="YlOrRd",
+        zmin=0, colorbar={"title": {"text": "messages"}}, hoverongaps=False,
+        hovertemplate="%{y} on %{x}<br>lag %{z:,} messages<br>oldest unconsumed %{customdata:,.1f} s old"
+                      "<extra></extra>"))
+    figure.update_layout(title=LAG_TITLE, meta=numbers, height=max(360, 28 * len(grid.index) + 200))
+    figure.update_xaxes(title_text="topic-partition", type="category")
+    figure.update_yaxes(title_text="group", type="category", autorange="reversed")
+    return figure
+
+
+def retention_figure(lake: Lake) -> go.Figure:
+    """Top: messages retention deleted before a watched group read them (unconsumed_messages).
+    Bottom: for every group and partition still behind, hours until retention deletes what it
+    has not read (retention_forecast; negative: due already)."""
+    numbers = {"messages_lost": 0, "groups_losing": 0, "partitions_at_risk": 0, "at_risk_within_24h": 0}
+    lost = read_table(lake, "unconsumed_messages", ["group", "topic", "partition", "observed_at", "lost_count"])
+    forecast = read_table(lake, "retention_forecast", ["group", "topic", "partition", "lag_messages", "hours_left",
+                                                       "deletion_expected_at"])
+    if lost.empty and forecast.empty:
+        return no_data_figure(RETENTION_TITLE, numbers)
+    forecast = forecast.dropna(subset=["hours_left"])
+    numbers.update(messages_lost=int(lost["lost_count"].sum()), groups_losing=int(lost["group"].nunique()),
+                   partitions_at_risk=len(forecast), at_risk_within_24h=int((forecast["hours_left"] <= 24).sum()))
+    figure = make_subplots(rows=2, cols=1, vertical_spacing=0.25, subplot_titles=(
+        "messages deleted by retention before the group consumed them (KIP-490)",
+        "hours until retention deletes messages the group has not consumed (at its current lag)"))
+    for (group, topic), rows in lost.groupby(["group", "topic"], sort=True):
+        per_snapshot = rows.groupby("observed_at", as_index=False)["lost_count"].sum()
+        figure.add_trace(go.Bar(name=f"{group} · {topic}", x=per_snapshot["observed_at"], y=per_snapshot["lost_count"],
+                                hovertemplate="%{x|%H:%M:%S}: %{y:,} messages<extra>" + f"{group} · {topic}</extra>"),
+                         row=1, col=1)
+    if lost.empty:
+        _say_no_data(figure, row=1)
+    if forecast.empty:
+        _say_no_data(figure, row=2)
+    else:
+        forecast = forecast.sort_values("hours_left")
+        labels = forecast["group"] + " · " + forecast["topic"] + "-" + forecast["partition"].astype(str)
+        figure.add_trace(go.Bar(
+            name="forecast", orientation="h", y=labels, x=forecast["hours_left"], showlegend=False,
+            marker_color=["#d62728" if hours <= 24 else "#1f77b4" for hours in forecast["hours_left"]],
+            # the hours as text too: a partition due now has a bar too short to see
+            texttemplate="%{x:.2f} h", textposition="outside", cliponaxis=False,
+            customdata=forecast[["lag_messages", "deletion_expected_at"]].astype(str),
+            hovertemplate="%{y}<br>%{customdata[0]} messages behind<br>deletion expected %{customdata[1]} UTC"
+                          "<br>%{x:.2f} h left<extra></extra>"), row=2, col=1)
+        figure.update_yaxes(autorange="reversed", type="category", row=2, col=1)
+        # room on both sides for the text of bars that point left (due already) or right
+        hours = forecast["hours_left"]
+        margin = max(hours.max() - min(hours.min(), 0), 1) * 0.15
+        figure.update_xaxes(range=[min(hours.min(), 0) - margin, max(hours.max(), 0) + margin], row=2, col=1)
+    figure.update_layout(title=RETENTION_TITLE, barmode="stack", meta=numbers,
+                         height=max(560, 22 * len(forecast) + 480), legend_title_text="group · topic")
+    figure.update_xaxes(title_text="snapshot time (UTC)", type="date", tickformat="%H:%M:%S\n%b %d", row=1, col=1)
+    figure.update_xaxes(title_text="hours left (red: within 24 h or due)", row=2, col=1)
+    figure.update_yaxes(title_text="messages", row=1, col=1)
+    return figure
+
+
+def expiration_calendar_figure(lake: Lake) -> go.Figure:
+    """Offsets with an expires_at, counted per UTC day and rule (offsets past due included, on the
+    day they became due). Offsets whose rule is `not_eligible` have no expires_at: not shown."""
+    numbers = {"offsets_that_expire": 0, "already_due": 0, "within_24h": 0, "not_eligible": 0}
+    offsets = read_table(lake, "expirable_offsets", ["rule", "expires_at", "expired_now", "hours_until_expiry"])
+    numbers["not_eligible"] = int(offsets["expires_at"].isna().sum())
+    expiring = offsets.dropna(subset=["expires_at"])
+    if expiring.empty:
+        return no_data_figure(EXPIRATION_TITLE, numbers)
+    due = expiring["expired_now"].astype(bool)
+    numbers.update(offsets_that_expire=len(expiring), already_due=int(due.sum()),
+                   within_24h=int((~due & (expiring["hours_until_expiry"] <= 24)).sum()))
+    expiring = expiring.assign(day=expiring["expires_at"].dt.floor("D"))
+    calendar = expiring.groupby(["day", "rule"], as_index=False).size().rename(columns={"size": "offsets"})
+    figure = go.Figure()
+    for rule, rows in calendar.groupby("rule", sort=True):
+        figure.add_trace(go.Bar(name=rule, x=rows["day"], y=rows["offsets"],
+                                hovertemplate="%{x|%Y-%m-%d}: %{y:,} offsets<extra>" + rule + "</extra>"))
+    figure.update_layout(title=EXPIRATION_TITLE, barmode="stack", meta=numbers, legend_title_text="rule", height=440)
+    figure.update_xaxes(type="date", title_text="day the offsets expire (UTC)", dtick=86_400_000, tickformat="%b %d")
+    figure.update_yaxes(title_text="offsets")
+    return figure
+
+
+def coordinator_metrics_figure(lake: Lake) -> go.Figure:
+    """coordinator_metrics per bucket: commits on top (they outnumber the rest by far), then
+    expirations, deletions and completed rebalances. Bars, not lines: a bucket without any event
+    has no row, and a line would draw a value across it."""
+    counters = ["offset_commits", "offset_expirations", "offset_deletions", "group_completed_rebalances"]
+    numbers = {"buckets": 0, "bucket_minutes": 0, **{counter: 0 for counter in counters}}
+    metrics = read_table(lake, "coordinator_metrics", ["bucket_start", "bucket_minutes", *counters])
+    if metrics.empty:
+        return no_data_figure(COORDINATOR_TITLE, numbers)
+    metrics = metrics.sort_values("bucket_start")
+    numbers.update(buckets=len(metrics), bucket_minutes=int(metrics["bucket_minutes"].iloc[0]),
+                   **{counter: int(metrics[counter].sum()) for counter in counters})
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                           subplot_titles=("offset commits", "expirations, deletions and completed rebalances"))
+    for counter in counters:
+        figure.add_trace(go.Bar(name=counter.replace("_", " "), x=metrics["bucket_start"], y=metrics[counter]),
+                         row=1 if counter == "offset_commits" else 2, col=1)
+    figure.update_layout(title=COORDINATOR_TITLE, meta=numbers, height=560, hovermode="x unified", barmode="group")
+    figure.update_xaxes(title_text=f"bucket start (UTC), {numbers['bucket_minutes']}-minute buckets", row=2, col=1)
+    figure.update_yaxes(title_text="per bucket")
+    return figure
+
+
+# The report's figures in order, by their stable HTML element id (a browser test looks them up).
+FIGURES: dict[str, Callable[[Lake], go.Figure]] = {
+    "fig-group-states": group_states_figure,
+    "fig-lag-heatmap": lag_heatmap_figure,
+    "fig-retention": retention_figure,
+    "fig-expiration-calendar": expiration_calendar_figure,
+    "fig-coordinator-metrics": coordinator_metrics_figure,
+}
+
+
+def build_figures(lake: Lake) -> dict[str, go.Figure]:
+    """Every figure of the report, by element id."""
+    return {element_id: make(lake) for element_id, make in FIGURES.items()}
+
+
+def key_numbers(figure: go.Figure) -> dict:
+    """The numbers a figure carries (see the module docstring)."""
+    return dict(figure.layout.meta or {})
+
+
+def _cells(grid: pd.DataFrame) -> list[list]:
+    """A grid as nested lists with None for missing cells (plotly leaves those blank)."""
+    return [[None if pd.isna(value) else value.item() if hasattr(value, "item") else value for value in row]
+            for row in grid.to_numpy(dtype=object)]
+
+
+def _say_no_data(figure: go.Figure, row: int) -> None:
+    """Say "no data" in the middle of one of the two stacked subplots (axes x/y, then x2/y2)."""
+    axis = "" if row == 1 else str(row)
+    figure.add_annotation(text="no data", showarrow=False, font={"size": 16}, xref=f"x{axis} domain",
+                          yref=f"y{axis} domain", x=0.5, y=0.5)

@@ -1,0 +1,50 @@
+"""The one small demo that the report and notebook tests share (about 2 minutes).
+
+Both tests/report/conftest.py and tests/notebooks/conftest.py import these fixtures. pytest then
+holds one fixture definition per conftest, each with its own session cache, so the demo itself
+is memoised here, at module level: it runs once per test session whichever folders run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from offsets_platform.lake import Lake
+
+SMALL_DEMO = {"records": 20_000, "seed": 3, "live_scale": 0.2}
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    home: Path  # the OFFSETS_PLATFORM_HOME of the run: the demo is in home/demo
+    lake: Lake
+    output: str  # what the demo printed
+
+
+_runs: list[DemoRun] = []
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory) -> DemoRun:
+    if not _runs:
+        from assets.demo import run_demo
+
+        home = tmp_path_factory.mktemp("report_demo")
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            lake = run_demo(home, **SMALL_DEMO)
+        sys.stdout.write(printed.getvalue())  # still shown by pytest when a test fails
+        _runs.append(DemoRun(home, lake, printed.getvalue()))
+    return _runs[0]
+
+
+@pytest.fixture(scope="session")
+def demo_lake(demo_run) -> Lake:
+    """The lake of the small demo (bronze, silver, gold and cleanup tables)."""
+    return demo_run.lake
