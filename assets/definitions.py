@@ -1,15 +1,20 @@
 """The one Dagster `Definitions` of offsets_platform (workspace.yaml points here)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
+import warnings
 
-from dagster import AssetSelection, Definitions, define_asset_job, in_process_executor
+from dagster import (AssetExecutionContext, AssetSelection, BetaWarning, Definitions, MetadataValue, ObserveResult,
+                     define_asset_job, in_process_executor, multi_observable_source_asset)
 
+from assets.automation import build_automation
 from assets.bronze import offsets_topic_bronze
 from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables
 from assets.models import ModelsResource, model_assets
 from assets.quality import expectation_checks
+from assets.report import cluster_report
 from assets.resources import KafkaResource, LakeResource, SparkResource
 from assets.snapshots import cluster_snapshot
+from assets.table_specs import table_asset_spec, table_metadata
 from offsets_platform.models import default_project
 
 project = default_project()
@@ -17,7 +22,8 @@ project = default_project()
 # One job refreshes everything; the in-process executor lets one SparkSession serve a run.
 refresh_job = define_asset_job(
     "refresh",
-    selection=AssetSelection.all(),
+    # Every asset, and the observation of the cleanup tables' row counts (defined below).
+    selection=AssetSelection.all() | AssetSelection.assets(*(spec.key for spec in cleanup_record_tables)),
     executor_def=in_process_executor,
     description="Ingest __consumer_offsets, snapshot the cluster, and refresh every table.",
 )
@@ -31,11 +37,42 @@ ingest_job = define_asset_job(
     description="Ingest __consumer_offsets and snapshot the cluster (bronze only).",
 )
 
+# cleanup_plans' columns, from the table registry like every other table's.
+cleanup_plans = cleanup_plan.map_asset_specs(lambda spec: spec.merge_attributes(metadata={
+    "dagster/column_schema": table_asset_spec("cleanup_plans", "cleanup", set()).metadata["dagster/column_schema"]}))
+
+# The approve and apply jobs write cleanup_approvals and cleanup_audit; observing them (in every
+# refresh) puts their row counts in the UI next to every other table's.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", category=BetaWarning)
+
+    @multi_observable_source_asset(specs=cleanup_record_tables, required_resource_keys={"lake"},
+                                   description="Row counts of the tables the approve and apply jobs write.")
+    def cleanup_records(context: AssetExecutionContext):
+        the_lake = context.resources.lake.lake()
+        for spec in cleanup_record_tables:
+            name = spec.key.to_user_string()
+            metadata = (table_metadata(the_lake, name) if the_lake.exists(name)
+                        else {"dagster/row_count": 0, "path": MetadataValue.path(str(the_lake.path(name)))})
+            yield ObserveResult(asset_key=spec.key, metadata=metadata)
+
+assets = [offsets_topic_bronze, cluster_snapshot, *model_assets(project), cleanup_plans, cleanup_records,
+          cluster_report]
+
+# Schedules (refresh, daily cleanup plan) and the bronze freshness checks with their sensor;
+# their settings are read here, when the definitions load (see assets/automation.py).
+automation = build_automation(
+    refresh_job,
+    bronze_assets=[offsets_topic_bronze, cluster_snapshot],
+    refreshed_keys=[key for definition in assets if definition.is_executable for key in definition.keys],
+)
+
 defs = Definitions(
-    assets=[offsets_topic_bronze, cluster_snapshot, *model_assets(project), cleanup_plan,
-            *cleanup_record_tables],
-    asset_checks=expectation_checks(project),
-    jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup],
+    assets=assets,
+    asset_checks=[*expectation_checks(project), *automation.asset_checks],
+    jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup, *automation.jobs],
+    schedules=automation.schedules,
+    sensors=automation.sensors,
     resources={
         "kafka": KafkaResource(),
         "lake": LakeResource(),

@@ -14,6 +14,7 @@ from dagster import (AssetExecutionContext, AssetKey, AssetsDefinition, Configur
                      MaterializeResult, MetadataValue, TableColumn, TableSchema, asset)
 from pydantic import Field, PrivateAttr
 
+from assets.key_numbers import key_numbers
 from assets.resources import LakeResource, SparkResource
 from assets.table_specs import table_metadata
 from offsets_platform.models import Model, ModelProject, ModelRunner, default_variables
@@ -75,6 +76,7 @@ def _model_asset(model: Model) -> AssetsDefinition:
             "mode": run.mode,
             "rows_written": run.rows_written,
             "seconds": round(run.seconds, 2),
+            **key_numbers(the_lake, model.name),
         })
 
     return _run_model

@@ -1,0 +1,167 @@
+"""The definitions load with every job, schedule and sensor resolved; what the UI shows of them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from dagster import (AssetCheckKey, AssetKey, AssetMaterialization, DagsterInstance, DefaultScheduleStatus,
+                     DefaultSensorStatus, build_schedule_context, build_sensor_context, instance_for_test)
+
+from assets.automation import (AUTOMATION_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, REFRESH_CRON_ENV,
+                               build_automation)
+from assets.bronze import offsets_topic_bronze
+from assets.definitions import automation, defs, refresh_job
+from assets.snapshots import cluster_snapshot
+from offsets_platform.lake import Lake
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = {"bronze", "silver", "gold", "cleanup"}
+JOBS = {"refresh", "ingest", "approve_cleanup", "apply_cleanup", "plan_cleanup"}
+# As loaded here (the environment may set other crons than the defaults, which are tested below).
+SCHEDULES = {"refresh_schedule": (automation.refresh_cron, "refresh"),
+             "cleanup_plan_schedule": (automation.cleanup_cron, "plan_cleanup")}
+GRAPH = defs.resolve_asset_graph()
+BRONZE = {key for key in GRAPH.get_all_asset_keys() if GRAPH.get(key).group_name == "bronze"}
+
+
+def test_every_job_schedule_and_sensor_resolves_with_the_in_process_executor():
+    jobs = {job.name: job for job in defs.resolve_all_job_defs()}
+    assert JOBS <= set(jobs)
+    for job in jobs.values():
+        assert job.executor_def.name == "in_process", job.name
+    for name, (cron, job_name) in SCHEDULES.items():
+        schedule = defs.resolve_schedule_def(name)
+        assert (schedule.cron_schedule, schedule.job_name, schedule.execution_timezone) == (cron, job_name, "UTC")
+        assert schedule.default_status == (DefaultScheduleStatus.STOPPED if os.environ.get(AUTOMATION_ENV) == "stopped"
+                                           else DefaultScheduleStatus.RUNNING)
+        assert schedule.description
+        assert defs.resolve_job_def(schedule.job_name).executor_def.name == "in_process"
+    sensor = defs.resolve_sensor_def("freshness_checks_sensor")
+    assert sensor.default_status == (DefaultSensorStatus.STOPPED if os.environ.get(AUTOMATION_ENV) == "stopped"
+                                     else DefaultSensorStatus.RUNNING)
+    assert {s.name for s in defs.schedules} == set(SCHEDULES) and {s.name for s in defs.sensors} == {sensor.name}
+
+
+def test_every_table_asset_is_in_a_layer_group_with_a_description_and_a_column_schema():
+    groups = {GRAPH.get(key).group_name for key in GRAPH.get_all_asset_keys()}
+    assert LAYERS <= groups
+    for key in GRAPH.get_all_asset_keys():
+        node = GRAPH.get(key)
+        if node.group_name not in LAYERS:  # assets of other groups (reports) are not tables
+            continue
+        assert node.description and "\n" not in node.description.strip(), f"{key}: one-line description"
+        schema = node.metadata.get("dagster/column_schema")
+        assert schema is not None and getattr(schema, "schema", schema).columns, f"{key} has no column schema"
+
+
+def test_the_cleanup_plan_job_proposes_a_plan_and_nothing_else():
+    job = defs.resolve_job_def("plan_cleanup")
+    assert {key.to_user_string() for key in job.asset_layer.executable_asset_keys} == {"cleanup_plans"}
+
+
+def test_the_scheduled_refresh_runs_every_asset_but_the_cleanup_plan_with_their_checks():
+    schedule = defs.resolve_schedule_def("refresh_schedule")
+    with instance_for_test() as instance:  # schedules need a persistent instance
+        (request,) = schedule.evaluate_tick(build_schedule_context(
+            instance=instance, repository_def=defs.get_repository_def())).run_requests  # as the daemon does
+        (without_definitions,) = schedule.evaluate_tick(build_schedule_context(instance=instance)).run_requests
+    selected = set(request.asset_selection)
+    assert set(without_definitions.asset_selection) == selected
+    everything = set(defs.resolve_job_def("refresh").asset_layer.executable_asset_keys)
+    assert selected == everything - {AssetKey("cleanup_plans")}
+    assert {AssetKey("cleanup_approvals"), AssetKey("cleanup_audit")} <= selected  # their row counts
+    subset = defs.resolve_job_def("refresh").get_subset(asset_selection=selected)
+    checks = {key.name for key in subset.asset_layer.asset_graph.asset_check_keys
+              if key.asset_key in selected}
+    assert checks == {"expectations", "freshness_check"}
+
+
+def test_a_refresh_tick_is_skipped_while_an_earlier_refresh_has_not_finished():
+    from dagster import DagsterRunStatus
+    from dagster._core.test_utils import create_run_for_test
+
+    schedule = defs.resolve_schedule_def("refresh_schedule")
+    with instance_for_test() as instance:
+        context = build_schedule_context(instance=instance, repository_def=defs.get_repository_def())
+        run = create_run_for_test(instance, job_name="refresh", status=DagsterRunStatus.STARTED)
+        skipped = schedule.evaluate_tick(context)
+        assert skipped.run_requests == [] and run.run_id in skipped.skip_message
+        instance.report_run_failed(run)
+        assert len(schedule.evaluate_tick(context).run_requests) == 1
+
+
+def test_the_refresh_cron_and_the_freshness_window_come_from_the_environment_at_load():
+    script = ("from assets.definitions import automation, defs; "
+              "s = defs.resolve_schedule_def('refresh_schedule'); "
+              "print(s.cron_schedule, s.default_status.value, int(automation.ingest_max_lag.total_seconds()))")
+    env = {**os.environ, REFRESH_CRON_ENV: "*/5 * * * *", AUTOMATION_ENV: "stopped"}
+    result = subprocess.run([sys.executable, "-W", "ignore", "-c", script], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["*/5", "*", "*", "*", "*", "STOPPED", "600"]
+
+
+def test_automation_settings_are_checked_and_named_in_errors():
+    bronze = [offsets_topic_bronze, cluster_snapshot]
+
+    def build(**environ):
+        return build_automation(refresh_job, bronze, refreshed_keys=[], environ=environ)
+
+    default = build()
+    assert (default.refresh_cron, default.cleanup_cron, default.ingest_max_lag) == (
+        "*/15 * * * *", "0 6 * * *", timedelta(minutes=30))
+    hourly = build(**{REFRESH_CRON_ENV: "0 * * * *", CLEANUP_CRON_ENV: "30 5 * * 1"})
+    assert (hourly.ingest_max_lag, hourly.cleanup_cron) == (timedelta(hours=2), "30 5 * * 1")
+    assert build(**{INGEST_MAX_LAG_ENV: "45"}).ingest_max_lag == timedelta(minutes=45)
+    with pytest.raises(ValueError, match=REFRESH_CRON_ENV):
+        build(**{REFRESH_CRON_ENV: "every 15 minutes"})
+    with pytest.raises(ValueError, match=INGEST_MAX_LAG_ENV):
+        build(**{INGEST_MAX_LAG_ENV: "-1"})
+    with pytest.raises(ValueError, match=AUTOMATION_ENV):
+        build(**{AUTOMATION_ENV: "maybe"})
+
+
+def test_freshness_checks_fail_for_bronze_that_ingest_left_behind_and_the_sensor_requests_them():
+    checks = {key for key in GRAPH.asset_check_keys if key.name == "freshness_check"}
+    assert {key.asset_key for key in checks} == BRONZE
+    assert not any(spec.blocking for definition in automation.asset_checks for spec in definition.check_specs)
+    fresh, stale = AssetKey("offset_commit_records"), AssetKey("group_snapshots")
+    with DagsterInstance.ephemeral() as instance:
+        (request,) = defs.resolve_sensor_def("freshness_checks_sensor").evaluate_tick(
+            build_sensor_context(instance=instance, definitions=defs)).run_requests
+        assert set(request.asset_check_keys) == checks  # never evaluated: all are due
+        instance.report_runless_asset_event(AssetMaterialization(fresh))
+        job = defs.resolve_implicit_global_asset_job_def().get_subset(
+            asset_selection=set(), asset_check_selection={AssetCheckKey(fresh, "freshness_check"),
+                                                          AssetCheckKey(stale, "freshness_check")})
+        assert job.executor_def.name == "in_process"
+        result = job.execute_in_process(instance=instance)
+    outcome = {e.asset_key: e.passed for e in result.get_asset_check_evaluations()}
+    assert outcome == {fresh: True, stale: False}
+
+
+def test_the_refresh_observes_the_row_counts_of_the_tables_the_cleanup_jobs_write(tmp_path):
+    from datetime import datetime, timezone
+
+    from offsets_platform.cleanup.approvals import approve
+    from offsets_platform.cleanup.plans import CleanupPlan, PlannedAction, save_plan
+
+    lake = Lake(tmp_path / "lake")
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    save_plan(lake, CleanupPlan("p1", now, now + timedelta(hours=1), "test",
+                                (PlannedAction("DeleteGroups", "old-group", None, None, "idle", {"member_count": 0}),)))
+    approve(lake, "p1", "alice")
+    keys = {AssetKey("cleanup_approvals"), AssetKey("cleanup_audit")}
+    job = defs.resolve_job_def("refresh").get_subset(asset_selection=keys)
+    with DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(instance=instance,
+                                        run_config={"resources": {"lake": {"config": {"root": str(lake.root)}}}})
+    counts = {e.event_specific_data.asset_observation.asset_key.to_user_string():
+              e.event_specific_data.asset_observation.metadata["dagster/row_count"].value
+              for e in result.get_asset_observation_events()}
+    assert counts == {"cleanup_approvals": 1, "cleanup_audit": 0}

@@ -1,0 +1,137 @@
+"""The key numbers of a run, on a small hand-built lake run through the real models on Spark.
+
+Retention of offsets is Kafka's default (7 days); the models run "now" = day 10:
+- `soon` became Empty on day 3 at 12:00: its two offsets on `orders` expire on day 10 at 12:00,
+  12 hours after the run: the only offsets expiring within 24 h;
+- `later` became Empty on day 5 (expires on day 12, 48 h away); `expired` on day 1 (expired on day 8);
+- `stable` is Stable and subscribed, so its offset never expires; `gone` was deleted (Dead);
+- three snapshots of topic `events` move its log start 0 -> 60 -> 150 while `slow` stays at 40:
+  retention deleted [40, 60) and [60, 150) before `slow` consumed them, 110 messages; `fast` keeps up.
+  Both are known only from the snapshots' committed offsets (standalone, Empty).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from dagster import AssetKey, DagsterInstance, MarkdownMetadataValue
+
+from assets.definitions import defs
+from assets.key_numbers import (KEY_NUMBERS, expirable_offsets_numbers, group_state_numbers, key_numbers,
+                                markdown_table, unconsumed_messages_numbers)
+from offsets_platform.lake import Lake
+from offsets_platform.lake.tables import table_spec
+from tests.models.bronze_builder import BronzeBuilder, at
+from tests.models.conftest import run_models
+
+AS_OF = at(days=10)
+SNAPSHOTS = [(at(days=9), 0, 100, 40, 100), (at(days=9, minutes=10), 60, 200, 40, 200),
+             (at(days=9, minutes=20), 150, 300, 40, 300)]
+
+
+@pytest.fixture(scope="module")
+def lake(spark, tmp_path_factory) -> Lake:
+    b = BronzeBuilder()
+
+    def empty_group(name, empty_at, partitions=(0,)):
+        b.group_record(name, at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
+        for partition in partitions:
+            b.commit(name, "orders", partition, 10 + partition, at(hours=2))
+        b.group_record(name, empty_at, members={}, current_state_at=empty_at, generation=2)
+
+    empty_group("soon", at(days=3, hours=12), partitions=(0, 1))
+    empty_group("later", at(days=5))
+    empty_group("expired", at(days=1))
+    b.group_record("stable", at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
+    b.commit("stable", "orders", 0, 5, at(days=9))
+    b.group_record("gone", at(hours=1), members={})
+    b.group_tombstone("gone", at(hours=2))
+    for when, start, end, slow, fast in SNAPSHOTS:
+        b.snapshot(when, topics=[{"topic": "events", "retention_ms": 3_600_000, "retention_bytes": -1,
+                                  "cleanup_policy": "delete"}],
+                   logs=[{"topic": "events", "partition": 0, "log_start_offset": start, "log_end_offset": end}],
+                   offsets=[{"group": g, "topic": "events", "partition": 0, "committed_offset": o}
+                            for g, o in (("slow", slow), ("fast", fast))])
+    the_lake = Lake(tmp_path_factory.mktemp("key_numbers") / "lake")
+    b.write(the_lake)
+    run_models(spark, the_lake, AS_OF)
+    return the_lake
+
+
+def test_groups_by_state(lake):
+    numbers = group_state_numbers(lake)
+    # soon, later, expired + the snapshot-only slow and fast are Empty; stable; gone is Dead.
+    assert {k: numbers[k] for k in ("groups", "groups_stable", "groups_empty", "groups_dead")} == {
+        "groups": 7, "groups_stable": 1, "groups_empty": 5, "groups_dead": 1}
+    table = numbers["groups_by_state"]
+    assert isinstance(table, MarkdownMetadataValue)
+    lines = table.value.splitlines()
+    assert lines[0] == "| state | groups | consumer | standalone | KIP-848 consumer | other protocol |"
+    assert lines[2:] == ["| Empty | 5 | 3 | 2 | 0 | 0 |", "| Dead | 1 | 0 | 1 | 0 | 0 |",
+                         "| Stable | 1 | 1 | 0 | 0 | 0 |"]
+
+
+def test_offsets_expiring_within_24_hours(lake):
+    numbers = expirable_offsets_numbers(lake)
+    assert numbers["offsets_expiring_within_24h"] == 2
+    assert numbers["offsets_expired_now"] == 1
+    # soon (2), later, expired, and the standalone slow and fast; stable's is not eligible.
+    assert numbers["offsets_eligible_for_expiration"] == 6
+    assert numbers["expiring_within_24h"].value.splitlines()[2:] == [
+        "| soon | orders | empty_group | 2 | 2026-01-11 12:00 UTC | 12.0 |"]
+    # The same count as the model's rows say, read independently.
+    rows = lake.read_arrow("expirable_offsets").to_pylist()
+    assert sum(1 for r in rows if not r["expired_now"] and r["hours_until_expiry"] is not None
+               and r["hours_until_expiry"] <= 24) == 2
+
+
+def test_messages_lost_to_retention(lake):
+    numbers = unconsumed_messages_numbers(lake)
+    assert (numbers["messages_lost_to_retention"], numbers["groups_that_lost_messages"]) == (20 + 90, 1)
+    assert numbers["lost_by_group"].value.splitlines()[2:] == ["| slow | events | 1 | 110 | 2026-01-10 00:20 UTC |"]
+
+
+def test_only_the_three_models_have_key_numbers_and_a_missing_table_has_none(lake, tmp_path):
+    assert set(KEY_NUMBERS) == {"group_state", "expirable_offsets", "unconsumed_messages"}
+    assert key_numbers(lake, "consumer_lag") == {}
+    assert key_numbers(Lake(tmp_path / "empty"), "group_state") == {}
+    assert key_numbers(lake, "unconsumed_messages") == unconsumed_messages_numbers(lake)
+
+
+def test_empty_tables_say_so_in_words(tmp_path):
+    empty = Lake(tmp_path / "lake")
+    for name in KEY_NUMBERS:
+        empty.append(name, table_spec(name).schema.empty_table())
+    assert group_state_numbers(empty)["groups"] == 0
+    assert group_state_numbers(empty)["groups_by_state"].value == "No groups known."
+    expiring = expirable_offsets_numbers(empty)
+    assert (expiring["offsets_expiring_within_24h"], expiring["offsets_expired_now"]) == (0, 0)
+    assert expiring["expiring_within_24h"].value.startswith("No committed offset expires within 24 h")
+    lost = unconsumed_messages_numbers(empty)
+    assert (lost["messages_lost_to_retention"], lost["groups_that_lost_messages"]) == (0, 0)
+    assert lost["lost_by_group"].value.startswith("Retention has not deleted")
+
+
+def test_markdown_tables_escape_cells_and_count_what_they_leave_out():
+    table = markdown_table(["group", "n"], [["a|b", 1], [None, 2], ["c", 3]], empty="none", max_rows=2)
+    assert table.splitlines() == ["| group | n |", "|---|---|", "| a\\|b | 1 |", "|  | 2 |", "",
+                                  "… and 1 more rows."]
+    assert markdown_table(["x"], [], empty="nothing here") == "nothing here"
+
+
+def test_the_model_assets_put_their_key_numbers_on_the_materialization(lake, tmp_path):
+    # On a copy: Dagster's run evaluates the rules "now", not on day 10.
+    copy = Lake(shutil.copytree(lake.root, tmp_path / "lake"))
+    keys = {AssetKey(name) for name in KEY_NUMBERS}
+    job = defs.resolve_job_def("refresh").get_subset(asset_selection=keys, asset_check_selection=set())
+    with DagsterInstance.ephemeral() as instance:
+        result = job.execute_in_process(instance=instance, run_config={
+            "resources": {"lake": {"config": {"root": str(copy.root)}}, "spark": {"config": {"master": "local[2]"}}}})
+        assert result.success
+        for name in KEY_NUMBERS:
+            metadata = instance.get_latest_materialization_event(AssetKey(name)).asset_materialization.metadata
+            expected = key_numbers(copy, name)
+            assert expected
+            assert {k: metadata[k].value for k in expected} == {k: getattr(v, "value", v) for k, v in expected.items()}
+            assert metadata["dagster/row_count"].value == copy.count(name)
