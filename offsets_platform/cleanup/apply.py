@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from offsets_platform.cleanup import kafka_calls
 from offsets_platform.cleanup.approvals import AUDIT, approved_actions
-from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction, PlanError, load_plan
+from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction, PlanError, load_plan, offset_key
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.lake import Lake
 from offsets_platform.settings import KafkaConnection
@@ -157,6 +157,11 @@ def changed_facts(action: PlannedAction, live) -> str | None:
         if committed != action.facts.get("committed_offset"):
             return (f"the group committed again (offset {committed} now, "
                     f"{action.facts.get('committed_offset')} when planned)")
-    if action.action == DELETE_GROUPS and live.state not in ("Empty",):
-        return f"the group is {live.state} now, not Empty"
+    if action.action == DELETE_GROUPS:
+        if live.state != "Empty":
+            return f"the group is {live.state} now, not Empty"
+        planned = action.facts.get("offsets")
+        now = {offset_key(topic, partition): offset for (topic, partition), offset in live.committed_offsets.items()}
+        if planned is not None and now != planned:
+            return "the group's committed offsets changed since the plan (it committed again)"
     return None

@@ -78,7 +78,8 @@ def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HO
     actions = [_offset_delete(row, groups, subscriptions, lag, "the group no longer subscribes to the topic")
                for row in candidates.offset_deletes]
     actions += _clean_early(lake, clean_early, groups, subscriptions, lag)
-    actions += [_delete_group(row, idle_hours) for row in candidates.group_deletes]
+    committed = _committed_offsets(lake)
+    actions += [_delete_group(row, idle_hours, committed.get(row["group"], {})) for row in candidates.group_deletes]
     actions = _unique(actions)
     check_safe(actions, groups, subscriptions)
     created_at = now.replace(microsecond=0)
@@ -166,12 +167,26 @@ def _clean_early(lake: Lake, chosen: tuple[str, ...], groups: dict, subscription
     return actions
 
 
-def _delete_group(row: dict, idle_hours: int) -> PlannedAction:
+def _delete_group(row: dict, idle_hours: int, offsets: dict[str, int]) -> PlannedAction:
     return PlannedAction(DELETE_GROUPS, row["group"], None, None,
                          f"the group has been Empty for more than {idle_hours} h", facts={
                              "group_state": row["state"], "state_since": row["state_since"],
                              "classification": row["classification"],
-                             "committed_offsets": row["committed_offsets"], "member_count": 0})
+                             "committed_offsets": row["committed_offsets"], "member_count": 0,
+                             # a standalone consumer stays Empty while it commits: apply compares these
+                             "offsets": offsets})
+
+
+def offset_key(topic: str, partition: int) -> str:
+    """How a plan's facts name a partition (JSON keys are strings)."""
+    return f"{topic}:{partition}"
+
+
+def _committed_offsets(lake: Lake) -> dict[str, dict[str, int]]:
+    offsets: dict[str, dict[str, int]] = {}
+    for row in lake.read_arrow("committed_offsets", columns=["group", "topic", "partition", "committed_offset"]).to_pylist():
+        offsets.setdefault(row["group"], {})[offset_key(row["topic"], row["partition"])] = row["committed_offset"]
+    return offsets
 
 
 def _unique(actions: list[PlannedAction]) -> list[PlannedAction]:

@@ -1,0 +1,41 @@
+"""The re-check before apply, on its own: which changes of a group's live state stop an action.
+
+`LiveGroupState` is what `kafka_calls.live_group` returns from DescribeGroups and OffsetFetch;
+here it is built by hand, since the rule is pure logic (the broker tests are in
+test_plans_and_apply.py).
+"""
+
+from offsets_platform.cleanup.apply import changed_facts
+from offsets_platform.cleanup.kafka_calls import LiveGroupState
+from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction
+
+
+def live(state="Empty", members=0, topics=frozenset(), offsets=None) -> LiveGroupState:
+    return LiveGroupState(group="g", state=state, protocol_type="consumer" if members else "", member_count=members,
+                          subscribed_topics=topics, committed_offsets=offsets or {("t", 0): 5})
+
+
+DELETE = PlannedAction(DELETE_GROUPS, "g", None, None, "idle", {"member_count": 0, "offsets": {"t:0": 5}})
+STALE = PlannedAction(OFFSET_DELETE, "g", "old", 0, "unsubscribed",
+                      {"member_count": 1, "committed_offset": 3, "subscribed_topics": ["t"]})
+
+
+def test_an_idle_group_that_still_looks_the_same_is_deleted():
+    assert changed_facts(DELETE, live()) is None
+
+
+def test_a_standalone_group_that_committed_again_is_not_deleted():
+    assert "committed again" in changed_facts(DELETE, live(offsets={("t", 0): 9}))
+
+
+def test_a_group_that_gained_members_or_left_empty_is_not_deleted():
+    assert "gained members" in changed_facts(DELETE, live(state="Stable", members=1))
+    assert "Dead now" in changed_facts(DELETE, live(state="Dead", offsets={}))
+
+
+def test_a_stale_offset_is_kept_when_the_topic_is_subscribed_again_or_committed_again():
+    offsets = {("old", 0): 3}
+    assert changed_facts(STALE, live("Stable", 1, frozenset({"t"}), offsets)) is None
+    assert "subscribes to old again" in changed_facts(STALE, live("Stable", 1, frozenset({"t", "old"}), offsets))
+    assert "committed again" in changed_facts(STALE, live("Stable", 1, frozenset({"t"}), {("old", 0): 4}))
+    assert "no longer committed" in changed_facts(STALE, live("Stable", 1, frozenset({"t"}), {}))
