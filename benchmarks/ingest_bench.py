@@ -166,7 +166,11 @@ def main() -> None:
         print(f"{records:>10,} records: raw consume {measured['raw_consume_records_per_s']:,.0f}/s "
               f"(peak {measured['raw_consume_peak_mb']:.0f} MB), ingest {measured['ingest_records_per_s']:,.0f}/s "
               f"(peak {measured['ingest_peak_mb']:.0f} MB), ingest/raw {measured['ingest_vs_raw_consume']:.0%}")
-    out = Path(args.out)
+    write_results(results, Path(args.out))
+
+
+def write_results(results: dict, out: Path) -> None:
+    """The measurements as JSON, for comparing runs."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2))
     print(f"results written to {out}")

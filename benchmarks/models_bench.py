@@ -31,7 +31,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ingest_bench import timed  # benchmarks/ is on sys.path when this file runs as a script
+from ingest_bench import timed, write_results  # benchmarks/ is on sys.path when this file runs as a script
 from offsets_platform.ingest.offsets_topic import IngestResult, write_batch
 from offsets_platform.kafka.offsets_topic import RAW_SCHEMA
 from offsets_platform.lake import Lake
@@ -274,10 +274,7 @@ def main() -> None:
         if median["load_1min"] > results["cpus"]:
             print(f"  note: load average {median['load_1min']:.1f} on {results['cpus']} CPUs: other work shared "
                   "the machine, so wall times are inflated (CPU time much less)")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
-    print(f"results written to {out}")
+    write_results(results, Path(args.out))
 
 
 if __name__ == "__main__":

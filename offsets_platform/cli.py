@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from offsets_platform.cleanup.cli_direct import add_direct_commands
+from offsets_platform.cli_args import cluster_and_lake, lake_of
 from offsets_platform.cleanup.cli_plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.kafka.errors import BrokerUnreachable
@@ -20,24 +21,11 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _cluster_and_lake(args: argparse.Namespace, settings: Settings):
-    """The connection and lake a command works on, or None when no address was given."""
-    from offsets_platform.lake import Lake
-
-    connection = settings.kafka
-    if args.bootstrap_server:
-        connection = connection.with_bootstrap(args.bootstrap_server)
-    if connection.is_embedded:
-        print("error: give --bootstrap-server or set OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", file=sys.stderr)
-        return None
-    return connection, Lake(Path(args.home) / "lake" if args.home else settings.lake_root)
-
-
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
     from offsets_platform.summary import bronze_summary
 
-    target = _cluster_and_lake(args, settings)
+    target = cluster_and_lake(args, settings)
     if target is None:
         return 2
     connection, lake = target
@@ -53,7 +41,7 @@ def _snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.ingest.snapshots import snapshot_cluster
     from offsets_platform.summary import snapshot_summary
 
-    target = _cluster_and_lake(args, settings)
+    target = cluster_and_lake(args, settings)
     if target is None:
         return 2
     connection, lake = target
@@ -64,12 +52,11 @@ def _snapshot(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _models(args: argparse.Namespace, settings: Settings) -> int:
-    from offsets_platform.lake import Lake
     from offsets_platform.lake.spark import get_spark
     from offsets_platform.models import ModelRunError, ModelRunner
     from offsets_platform.summary import models_summary
 
-    lake = Lake(Path(args.home) / "lake" if args.home else settings.lake_root)
+    lake = lake_of(args, settings)
     print(f"running the Spark SQL models on the lake in {lake.root}")
     runner = ModelRunner(get_spark(master=settings.spark_master, remote=settings.spark_remote), lake,
                          variables={"offsets_retention_minutes_fallback": args.offsets_retention_minutes})

@@ -119,3 +119,13 @@ class Settings:
             spark_master=get("SPARK_MASTER") or "local[*]",
             spark_remote=get("SPARK_REMOTE"),
         )
+
+
+def os_user() -> str:
+    """Who runs this process, for the audit: the login name, else the numeric user id."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
+        return f"uid:{os.getuid()}"

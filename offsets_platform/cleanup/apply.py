@@ -10,7 +10,6 @@ group outcome is appended to `cleanup_audit` as soon as it is known, with Kafka'
 
 from __future__ import annotations
 
-import getpass
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,7 +22,7 @@ from offsets_platform.cleanup.approvals import AUDIT, approved_actions
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction, PlanError, load_plan, offset_key
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.lake import Lake
-from offsets_platform.settings import KafkaConnection
+from offsets_platform.settings import KafkaConnection, os_user
 
 
 @dataclass
@@ -66,7 +65,7 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
         raise PlanError(f"plan {plan_id} has no approved action; approve it first")
     done = done_actions(lake, plan_id)
     todo = [a for a in plan.actions if a.action_id in approved and a.action_id not in done]
-    audit = _Audit(lake, plan_id, connection.bootstrap_servers, requested_by or getpass.getuser(), dry_run)
+    audit = _Audit(lake, plan_id, connection.bootstrap_servers, requested_by or os_user(), dry_run)
     emit(f"plan {plan_id}: {len(todo)} approved actions to {'show' if dry_run else 'apply'}"
          f" ({len(done)} already done, {len(plan.actions) - len(approved)} not approved)")
     with open_admin(connection, timeout_s, timeout_s) as admin:

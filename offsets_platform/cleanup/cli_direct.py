@@ -7,13 +7,12 @@ differ); each run appends one `cleanup_audit` row per partition or group, refusa
 from __future__ import annotations
 
 import argparse
-import getpass
-import os
 
 from offsets_platform.cleanup.direct import (
     AuditContext, audit_groups, audit_offsets, parse_topic_argument, record_audit, run_delete_groups,
     run_delete_offsets,
 )
+from offsets_platform.cli_args import cluster_and_lake, requester
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.settings import Settings
 
@@ -61,45 +60,27 @@ def _topic_argument(value: str):
 
 
 def _delete_offsets(args: argparse.Namespace, settings: Settings) -> int:
-    target = _cluster_and_lake(args, settings)
-    if target is None:
-        return 2
-    connection, lake = target
-    with open_admin(connection, args.timeout / 1000, args.timeout / 1000) as admin:
-        result = run_delete_offsets(admin, args.group, args.topic, force=args.force)
-    record_audit(lake, audit_offsets(AuditContext.now(connection.bootstrap_servers, _requester(args)), result))
-    _print(result.report())
-    return 0 if result.ok else 1
+    return _run_audited(args, settings, lambda admin: run_delete_offsets(admin, args.group, args.topic, force=args.force),
+                        audit_offsets)
 
 
 def _delete_groups(args: argparse.Namespace, settings: Settings) -> int:
-    target = _cluster_and_lake(args, settings)
+    return _run_audited(args, settings, lambda admin: run_delete_groups(admin, args.group), audit_groups)
+
+
+def _run_audited(args: argparse.Namespace, settings: Settings, call, audit_rows) -> int:
+    """Send one direct command, audit every outcome, print Kafka's report; 1 when anything failed."""
+    target = cluster_and_lake(args, settings)
     if target is None:
         return 2
     connection, lake = target
     with open_admin(connection, args.timeout / 1000, args.timeout / 1000) as admin:
-        result = run_delete_groups(admin, args.group)
-    record_audit(lake, audit_groups(AuditContext.now(connection.bootstrap_servers, _requester(args)), result))
+        result = call(admin)
+    record_audit(lake, audit_rows(AuditContext.now(connection.bootstrap_servers, requester(args)), result))
     _print(result.report())
     return 0 if result.ok else 1
-
-
-def _cluster_and_lake(args: argparse.Namespace, settings: Settings):
-    # Imported here: cli.py imports this module to register the commands.
-    from offsets_platform.cli import _cluster_and_lake as cluster_and_lake
-
-    return cluster_and_lake(args, settings)
 
 
 def _print(lines: list[str]) -> None:
     # Kafka's tool prints errors to stdout too; a failure shows in the exit status.
     print("\n".join(lines), flush=True)
-
-
-def _requester(args: argparse.Namespace) -> str:
-    if args.by:
-        return args.by
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name and no passwd entry (some containers)
-        return f"uid:{os.getuid()}"

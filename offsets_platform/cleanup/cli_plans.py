@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import getpass
-import sys
-from pathlib import Path
 
+from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS
+from offsets_platform.cli_args import cluster_and_lake, lake_of, requester
 from offsets_platform.settings import Settings
 
 
 def add_plan_commands(commands) -> None:
     plan = commands.add_parser("plan", help="propose a cleanup plan from the gold tables (sends nothing)")
     _home(plan)
-    plan.add_argument("--idle-hours", type=int, default=168, help="DeleteGroups for groups Empty longer than this")
-    plan.add_argument("--valid-hours", type=int, default=24, help="the plan expires after this")
+    plan.add_argument("--idle-hours", type=int, default=DEFAULT_IDLE_HOURS, help="DeleteGroups for groups Empty longer than this")
+    plan.add_argument("--valid-hours", type=int, default=DEFAULT_VALID_HOURS, help="the plan expires after this")
     plan.add_argument("--clean-early", action="append", default=[], metavar="GROUP",
                       help="also delete every offset of this Empty or standalone group (repeatable)")
     plan.add_argument("--by", help="who proposes it (default: the OS user)")
@@ -47,17 +47,11 @@ def _home(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", help="folder holding the lake (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
 
 
-def _lake(args, settings: Settings):
-    from offsets_platform.lake import Lake
-
-    return Lake(Path(args.home) / "lake" if args.home else settings.lake_root)
-
-
 def _plan(args, settings: Settings) -> int:
     from offsets_platform.cleanup.plans import build_plan, save_plan
 
-    lake = _lake(args, settings)
-    plan = build_plan(lake, created_by=args.by or getpass.getuser(), idle_hours=args.idle_hours,
+    lake = lake_of(args, settings)
+    plan = build_plan(lake, created_by=requester(args), idle_hours=args.idle_hours,
                       clean_early=tuple(args.clean_early), valid_hours=args.valid_hours)
     if not plan.actions:
         print("nothing to clean up: no stale offsets of unsubscribed topics, no group Empty "
@@ -73,7 +67,7 @@ def _show(args, settings: Settings) -> int:
     from offsets_platform.cleanup.approvals import approved_actions
     from offsets_platform.cleanup.plans import load_plan
 
-    lake = _lake(args, settings)
+    lake = lake_of(args, settings)
     plan = load_plan(lake, args.plan_id)
     _print_plan(plan, approved_actions(lake, plan), _audit(lake, plan.plan_id))
     return 0
@@ -82,7 +76,7 @@ def _show(args, settings: Settings) -> int:
 def _approve(args, settings: Settings) -> int:
     from offsets_platform.cleanup.approvals import approve
 
-    approval = approve(_lake(args, settings), args.plan_id, args.by, action_ids=args.action or None,
+    approval = approve(lake_of(args, settings), args.plan_id, args.by, action_ids=args.action or None,
                        comment=args.comment)
     print(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {args.plan_id}")
     return 0
@@ -91,11 +85,11 @@ def _approve(args, settings: Settings) -> int:
 def _apply(args, settings: Settings) -> int:
     from offsets_platform.cleanup.apply import apply_plan
 
-    connection = settings.kafka.with_bootstrap(args.bootstrap_server) if args.bootstrap_server else settings.kafka
-    if connection.is_embedded:
-        print("error: give --bootstrap-server or set OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", file=sys.stderr)
+    target = cluster_and_lake(args, settings)
+    if target is None:
         return 2
-    result = apply_plan(_lake(args, settings), connection, args.plan_id, dry_run=args.dry_run, requested_by=args.by)
+    connection, lake = target
+    result = apply_plan(lake, connection, args.plan_id, dry_run=args.dry_run, requested_by=requester(args))
     print(f"{result.count('deleted')} deleted, {result.count('skipped')} skipped, {result.count('failed')} failed"
           + (f", {result.count('dry_run')} shown (dry run: nothing sent)" if args.dry_run else ""))
     return 1 if result.failed else 0
