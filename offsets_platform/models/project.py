@@ -52,6 +52,7 @@ class Model:
     columns: tuple[Column, ...]
     tests: tuple = ()
     refs: tuple[str, ...] = ()
+    refs_at_last_run: tuple[str, ...] = ()  # refs also read as they were at this model's last run
     sources: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -195,10 +196,18 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
     if missing_keys:
         raise ProjectError(f"{where}: unique_key columns {missing_keys} are not declared columns")
     sql = sql_path.read_text()
-    refs, sources = collect_references(sql, where)
+    used = collect_references(sql, where)
+    if materialized == "incremental" and used.variables:
+        # rows merged in earlier runs were computed with the values of then: a changed value
+        # would leave the table half old, half new
+        raise ProjectError(f"{where}: an incremental model cannot use var() ({', '.join(used.variables)}); "
+                           "compute what depends on a variable in a table model downstream")
+    if used.refs_at_last_run and materialized != "incremental":
+        raise ProjectError(f"{where}: ref(..., at_last_run=true) needs an incremental model")
     return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
                  grain=entry.get("grain", ""), materialized=materialized, unique_key=unique_key,
-                 columns=columns, tests=tuple(entry.get("tests", ())), refs=refs, sources=sources)
+                 columns=columns, tests=tuple(entry.get("tests", ())), refs=used.refs,
+                 refs_at_last_run=used.refs_at_last_run, sources=used.sources)
 
 
 @lru_cache(maxsize=None)

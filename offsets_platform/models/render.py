@@ -3,6 +3,8 @@
 `{{ ref('m') }}` and `{{ source('bronze', 't') }}` become the names of Spark temporary views
 the runner registers. `{{ source('bronze', 't', new_only=true) }}` is, in an incremental run,
 only the rows appended to `t` since the model last ran (the whole table otherwise).
+`{{ ref('m', at_last_run=true) }}`, allowed only in an incremental run, is model `m`'s table as
+this model saw it in its last run: the state of `m` before the rows that are new now.
 """
 
 from __future__ import annotations
@@ -20,12 +22,18 @@ class RenderError(ValueError):
     """The model's template could not be rendered; the message names the model."""
 
 
-def new_rows_view(table: str) -> str:
-    return f"{table}__new"
+# Views a model reads differently from other models are named after the model too: models of one
+# refresh may run at the same time on one SparkSession, whose temporary views are shared.
+def new_rows_view(model: str, table: str) -> str:
+    return f"{model}__{table}__new"
 
 
 def this_view(model: str) -> str:
     return f"{model}__this"
+
+
+def at_last_run_view(model: str, ref: str) -> str:
+    return f"{model}__{ref}__at_last_run"
 
 
 @dataclass
@@ -36,14 +44,23 @@ class RenderContext:
     variables: dict[str, Any] = field(default_factory=dict)
     incremental: bool = False
     refs: list[str] = field(default_factory=list)
+    refs_at_last_run: list[str] = field(default_factory=list)
+    variables_used: list[str] = field(default_factory=list)
     sources: list[tuple[str, str]] = field(default_factory=list)
     new_only_sources: list[str] = field(default_factory=list)
     sql: str = ""  # the rendered SQL, once `render` ran
 
-    def ref(self, name: str) -> str:
+    def ref(self, name: str, at_last_run: bool = False) -> str:
         if name not in self.refs:
             self.refs.append(name)
-        return name
+        if not at_last_run:
+            return name
+        if not self.incremental:
+            raise RenderError(f"model {self.model}: ref({name!r}, at_last_run=true) is only defined in an "
+                              "incremental run; use it inside {% if is_incremental() %}")
+        if name not in self.refs_at_last_run:
+            self.refs_at_last_run.append(name)
+        return at_last_run_view(self.model, name)
 
     def source(self, layer: str, table: str, new_only: bool = False) -> str:
         if (layer, table) not in self.sources:
@@ -51,10 +68,12 @@ class RenderContext:
         if new_only and self.incremental:
             if table not in self.new_only_sources:
                 self.new_only_sources.append(table)
-            return new_rows_view(table)
+            return new_rows_view(self.model, table)
         return table
 
     def var(self, name: str, default: Any = None) -> Any:
+        if name not in self.variables_used:
+            self.variables_used.append(name)
         if name in self.variables:
             return self.variables[name]
         if default is None:
@@ -80,15 +99,33 @@ def render(model: str, sql: str, variables: dict[str, Any] | None = None,
     return context
 
 
-def collect_references(sql: str, where: str) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The refs and sources a template uses (rendered with variables that accept any name)."""
-    context = _Recording(model=where)
-    context.render(sql)
-    return tuple(context.refs), tuple(context.sources)
+@dataclass(frozen=True)
+class References:
+    """What a template uses, in either kind of run."""
+
+    refs: tuple[str, ...]
+    refs_at_last_run: tuple[str, ...]
+    sources: tuple[tuple[str, str], ...]
+    variables: tuple[str, ...]
+
+
+def collect_references(sql: str, where: str) -> References:
+    """The refs, sources and variables a template uses, rendered as a full and as an incremental
+    run (each branch of `is_incremental()`), with variables that accept any name."""
+    contexts = [_Recording(model=where, incremental=incremental) for incremental in (False, True)]
+    for context in contexts:
+        context.render(sql)
+
+    def union(attribute: str) -> tuple:
+        return tuple(dict.fromkeys(item for context in contexts for item in getattr(context, attribute)))
+
+    return References(refs=union("refs"), refs_at_last_run=union("refs_at_last_run"), sources=union("sources"),
+                      variables=union("variables_used"))
 
 
 class _Recording(RenderContext):
     """Dependency discovery renders before any variable is known, so `var` never fails here."""
 
     def var(self, name: str, default: Any = None) -> Any:
+        super().var(name, default="")  # records the name
         return default if default is not None else ""

@@ -6,12 +6,23 @@ run, and its result is merged into its table by `unique_key`; the first run, a `
 a change of the model's SQL, or a source that was rewritten rather than appended to make it a
 full run. Incremental models must be idempotent upserts: if a run dies after its merge but before
 it is recorded in `model_runs`, the next run merges the same rows again.
+
+An incremental model may also read a ref as it was at its own last run
+(`ref('m', at_last_run=true)`): the state of `m` before the rows now new. That table version is
+recorded only when `m`'s latest run had read exactly the source versions this model read, so
+the state and the new rows meet without a gap or an overlap; without such a record the model
+runs full. `run_all` pins each source's version at its first use, so the models of one refresh
+read the same data, and runs models whose refs are done two at a time: most of what a small
+query costs Spark is driver work on one core (planning, code generation), so two overlap well
+on a small machine.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable
@@ -20,13 +31,14 @@ import pyarrow as pa
 
 from offsets_platform.lake import Lake
 from offsets_platform.models.project import Model, ModelProject, default_project, register_model_tables_of
-from offsets_platform.models.render import new_rows_view, render, this_view
+from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 RUNS_TABLE = "model_runs"
 NO_SOURCE = "-"  # the model_runs row of a model that reads no source
+REF_PREFIX = "ref:"  # model_runs rows naming a ref's table version, for ref(..., at_last_run=true)
 
 
 class ModelRunError(RuntimeError):
@@ -69,34 +81,70 @@ class ModelRunner:
     """Runs a project's models on one SparkSession against one lake."""
 
     def __init__(self, spark: "SparkSession", lake: Lake, project: ModelProject | None = None,
-                 variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print):
+                 variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print,
+                 workers: int = 2):
         self.spark = spark
         self.lake = lake
         self.project = project or default_project()
         self.variables = {**default_variables(), **(variables or {})}
         self.emit = emit
+        self.workers = workers  # models run_all runs at the same time
+        self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
+        self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
         register_model_tables_of(self.project)
 
     def run_all(self, select: list[str] | None = None, full_refresh: bool = False) -> list[ModelRun]:
-        """Run the selected models (default all) in dependency order."""
+        """Run the selected models (default all), each once the models it refs are done; returns
+        the runs in the project's order. A failure stops new models from starting and is raised
+        once the running ones end."""
         models = [m for m in self.project.models if select is None or m.name in select]
-        runs = []
-        for index, model in enumerate(models, start=1):
-            self.emit(f"[{index}/{len(models)}] model {model.layer}.{model.name} ...")
-            run = self.run(model.name, full_refresh=full_refresh)
-            self.emit(f"[{index}/{len(models)}] model {model.layer}.{model.name}: {run.mode}, "
-                      f"{run.rows_written:,} rows written, {run.rows_in_table:,} in table, {run.seconds:.1f} s")
-            runs.append(run)
-        return runs
+        selected = {m.name for m in models}
+        waiting = {m.name: {ref for ref in m.refs if ref in selected} for m in models}
+        position = {m.name: index for index, m in enumerate(models, start=1)}
+        runs: dict[str, ModelRun] = {}
+        self._pinned_versions = {}
+        try:
+            with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="model") as pool:
+                running: dict[Future, str] = {}
+                while waiting or running:
+                    for name in [name for name, refs in waiting.items() if not refs]:
+                        del waiting[name]
+                        running[pool.submit(self._run_reported, name, full_refresh, position[name], len(models))] = name
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        name = running.pop(future)
+                        runs[name] = future.result()  # a failure: leaving the pool waits for the others
+                        for refs in waiting.values():
+                            refs.discard(name)
+        finally:
+            self._pinned_versions = None
+        return [runs[m.name] for m in models]
+
+    def _run_reported(self, name: str, full_refresh: bool, index: int, total: int) -> ModelRun:
+        model = self.project.model(name)
+        self.emit(f"[{index}/{total}] model {model.layer}.{model.name} ...")
+        run = self.run(model.name, full_refresh=full_refresh)
+        self.emit(f"[{index}/{total}] model {model.layer}.{model.name}: {run.mode}, {run.rows_written:,} "
+                  f"rows written, {run.rows_in_table:,} in table, {run.seconds:.1f} s")
+        return run
 
     def run(self, name: str, full_refresh: bool = False) -> ModelRun:
         started = time.monotonic()
         model = self.project.model(name)
-        reads = self._plan_reads(model, full_refresh)
+        last = {} if full_refresh or model.materialized != "incremental" else self._last_versions(model)
+        reads = self._plan_reads(model, last)
+        # the version of each ref read at_last_run that this run sees (model tables change only in runs)
+        ref_versions = {ref: self.lake.version(ref) for ref in model.refs_at_last_run}
+        states = {ref: _files_at(self.lake, ref, last.get(REF_PREFIX + ref)) for ref in model.refs_at_last_run}
         # _plan_reads finds appended files only for an incremental model that may run incrementally
-        incremental = bool(reads) and all(read.new_files is not None for read in reads.values())
+        incremental = (bool(reads) and all(read.new_files is not None for read in reads.values())
+                       and all(files is not None for files in states.values()))
         context = render(model.name, model.sql, self.variables, incremental=incremental)
         self._register_views(model, context.new_only_sources, reads, incremental)
+        if incremental:
+            for ref, files in states.items():
+                self.lake.spark_read(self.spark, ref, files=files) \
+                    .createOrReplaceTempView(at_last_run_view(model.name, ref))
         try:
             result = self.spark.sql(context.sql)
             data = self._to_arrow(model, result)
@@ -110,35 +158,58 @@ class ModelRunner:
         else:
             self.lake.overwrite(model.name, data)
         self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(model.name)
-        self._record(model, "incremental" if incremental else "full", reads, data.num_rows)
+        self._record(model, "incremental" if incremental else "full", reads,
+                     self._states_to_record(model, reads, ref_versions), data.num_rows)
         return ModelRun(model=model.name, mode="incremental" if incremental else "full",
                         rows_written=data.num_rows, rows_in_table=self.lake.count(model.name),
                         seconds=time.monotonic() - started,
                         new_files={t: len(r.new_files) for t, r in reads.items() if r.new_files is not None})
 
-    def _plan_reads(self, model: Model, full_refresh: bool) -> dict[str, _SourceRead]:
-        """Pin every source at its current version; for an incremental model that ran before with
-        this code, also find the files appended since the version it last read."""
+    def _plan_reads(self, model: Model, last: dict[str, int]) -> dict[str, _SourceRead]:
+        """Pin every source at its version; for an incremental model that ran before with this
+        code (`last` holds what it read then), also find the files appended since."""
         reads = {}
-        last = {} if full_refresh or model.materialized != "incremental" else self._last_versions(model)
         for _, table in model.sources:
-            version = self.lake.version(table)
+            version = self._source_version(table)
             read = _SourceRead(version=version, files=self.lake.files(table, version))
             if table in last and self.lake.exists(model.name):
                 read.new_files = _appended_files(self.lake, table, last[table], read.files)
             reads[table] = read
         return reads
 
-    def _last_versions(self, model: Model) -> dict[str, int]:
+    def _source_version(self, table: str) -> int:
+        with self._lock:
+            if self._pinned_versions is None:
+                return self.lake.version(table)
+            if table not in self._pinned_versions:
+                self._pinned_versions[table] = self.lake.version(table)
+            return self._pinned_versions[table]
+
+    def _last_versions(self, model: Model, any_code: bool = False) -> dict[str, int]:
+        """What the model's latest run read: source -> version, and `ref:<model>` -> the
+        ref's table version for refs read at_last_run. Empty when the code changed since."""
         if not self.lake.exists(RUNS_TABLE):
             return {}
         rows = self.lake.query(
             f"select source, source_version, code_version, run_id, finished_at from {RUNS_TABLE} "
             f"where model = '{model.name}' order by finished_at desc", RUNS_TABLE).to_pylist()
-        if not rows or rows[0]["code_version"] != model.code_version:
+        if not rows or (rows[0]["code_version"] != model.code_version and not any_code):
             return {}
         latest_run = rows[0]["run_id"]
         return {row["source"]: row["source_version"] for row in rows if row["run_id"] == latest_run}
+
+    def _states_to_record(self, model: Model, reads: dict[str, _SourceRead],
+                          ref_versions: dict[str, int]) -> dict[str, int]:
+        """For each ref read at_last_run, the version read now, when that ref's latest run read
+        the same versions of the sources both models read: then, at the next run, that table is
+        exactly the state before the files new since this run."""
+        states = {}
+        for ref in model.refs_at_last_run:
+            ref_read = self._last_versions(self.project.model(ref), any_code=True)
+            shared = set(ref_read) & set(reads)
+            if shared and all(ref_read[table] == reads[table].version for table in shared):
+                states[REF_PREFIX + ref] = ref_versions[ref]
+        return states
 
     def _register_views(self, model: Model, new_only: list[str], reads: dict[str, _SourceRead],
                         incremental: bool) -> None:
@@ -146,7 +217,7 @@ class ModelRunner:
             self.lake.spark_read(self.spark, table, files=read.files).createOrReplaceTempView(table)
         for table in new_only:
             self.lake.spark_read(self.spark, table, files=reads[table].new_files) \
-                .createOrReplaceTempView(new_rows_view(table))
+                .createOrReplaceTempView(new_rows_view(model.name, table))
         for ref in model.refs:
             self.lake.spark_read(self.spark, ref).createOrReplaceTempView(ref)
         if incremental:
@@ -162,11 +233,13 @@ class ModelRunner:
                 f"not declared: {sorted(set(produced) - set(declared))}")
         return result.select(*[f"`{name}`" for name in declared]).toArrow()
 
-    def _record(self, model: Model, mode: str, reads: dict[str, _SourceRead], rows: int) -> None:
+    def _record(self, model: Model, mode: str, reads: dict[str, _SourceRead], states: dict[str, int],
+                rows: int) -> None:
         run_id = uuid.uuid4().hex
         now = datetime.now(timezone.utc)
         entries = [(table, read.version) for table, read in reads.items()] or [(NO_SOURCE, -1)]
-        self.lake.append(RUNS_TABLE, pa.table({
+        entries += list(states.items())
+        row = pa.table({
             "model": [model.name] * len(entries),
             "run_id": [run_id] * len(entries),
             "mode": [mode] * len(entries),
@@ -175,7 +248,9 @@ class ModelRunner:
             "code_version": [model.code_version] * len(entries),
             "rows_written": [rows] * len(entries),
             "finished_at": [now] * len(entries),
-        }))
+        })
+        with self._lock:  # two models finishing together would race for the same Delta version
+            self.lake.append(RUNS_TABLE, row)
 
 
 def _appended_files(lake: Lake, table: str, since_version: int, current: list[str]) -> list[str] | None:
@@ -188,6 +263,16 @@ def _appended_files(lake: Lake, table: str, since_version: int, current: list[st
     if not before <= set(current):
         return None
     return [uri for uri in current if uri not in before]
+
+
+def _files_at(lake: Lake, table: str, version: int | None) -> list[str] | None:
+    """The table's files at `version`, or None when there is no version or it cannot be loaded."""
+    if version is None:
+        return None
+    try:
+        return lake.files(table, version)
+    except Exception:  # delta-rs raises various errors for versions whose log was cleaned up
+        return None
 
 
 def _first_line(error: Exception) -> str:

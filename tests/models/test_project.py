@@ -107,7 +107,33 @@ def test_incremental_models_need_a_unique_key(tmp_path):
 def test_rendering_new_only_sources_and_variables():
     sql = "select * from {{ source('bronze', 't', new_only=true) }} where n < {{ var('limit') }}"
     assert render("m", sql, {"limit": 3}).sql == "select * from t where n < 3"
-    assert render("m", sql, {"limit": 3}, incremental=True).sql == "select * from t__new where n < 3"
+    assert render("m", sql, {"limit": 3}, incremental=True).sql == "select * from m__t__new where n < 3"
     with pytest.raises(RenderError, match=r"model m: var\('limit'\) is not set"):
         render("m", sql)
     assert render("m", """{{ "it's" | sql_string }}""").sql == "'it\\'s'"
+
+
+def _incremental_yml(*names: str) -> str:
+    return "models:\n" + "".join(f"  - name: {name}\n    materialized: incremental\n    unique_key: [x]\n"
+                                 f"    columns: [{{name: x, data_type: int}}]\n" for name in names)
+
+
+def test_an_incremental_model_cannot_use_a_variable(tmp_path):
+    # rows merged earlier would keep the old value's result next to the new one's
+    with pytest.raises(ProjectError, match=r"an incremental model cannot use var\(\) \(limit\)"):
+        load_project(write_project(tmp_path, {"a": "select {{ var('limit') }} as x"}, yml=_incremental_yml("a")))
+
+
+def test_a_ref_at_last_run_needs_an_incremental_model_and_an_incremental_run(tmp_path):
+    sql = ("select 1 as x {% if is_incremental() %} union all "
+           "select x from {{ ref('b', at_last_run=true) }} {% endif %}")
+    project = load_project(write_project(tmp_path / "ok", {"a": sql, "b": "select 1 as x"},
+                                         yml=_incremental_yml("a", "b")))
+    assert project.model("a").refs == ("b",) and project.model("a").refs_at_last_run == ("b",)
+    assert "a__b__at_last_run" in render("a", sql, incremental=True).sql
+    yml = ("models:\n  - name: a\n    columns: [{name: x, data_type: int}]\n"
+           "  - name: b\n    columns: [{name: x, data_type: int}]\n")
+    with pytest.raises(ProjectError, match=r"at_last_run=true\) needs an incremental model"):
+        load_project(write_project(tmp_path / "table", {"a": sql, "b": "select 1 as x"}, yml=yml))
+    with pytest.raises(RenderError, match=r"only defined in an incremental run"):
+        render("a", "select x from {{ ref('b', at_last_run=true) }}")

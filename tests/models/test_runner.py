@@ -53,6 +53,99 @@ def test_an_incremental_run_reads_only_new_files_and_equals_a_full_refresh(spark
     assert again["log_offset_state"].mode == "full"
 
 
+def _removals_round_one(b: BronzeBuilder) -> None:
+    _history(b, 0)
+    b.commit("g", "x", 0, 7, at(hours=1, minutes=10))
+    b.commit("g", "y", 0, 8, at(hours=1, minutes=20))
+    b.offset_tombstone("g", "y", 0, at(hours=1, minutes=30))
+
+
+def _removals_round_two(b: BronzeBuilder) -> None:
+    b.offset_tombstone("g", "x", 0, at(hours=2, minutes=50))  # removes the commit of round one
+    b.commit("g", "x", 0, 9, at(hours=2, minutes=55))
+    b.offset_tombstone("g", "x", 0, at(hours=2, minutes=58))  # removes the commit just before
+    b.offset_tombstone("g", "y", 0, at(hours=2, minutes=59))  # y-0 was already removed in round one
+    _history(b, 3)
+
+
+def _next_round(after: BronzeBuilder) -> BronzeBuilder:
+    following = BronzeBuilder()
+    following._next_offset = after._next_offset  # the log goes on where it stopped
+    return following
+
+
+def _assert_metrics_equal(incremental_lake: Lake, full_lake: Lake) -> None:
+    for table, key in (("offset_removals", ("source_partition", "source_offset")),
+                       ("coordinator_metrics", ("bucket_start",))):
+        assert rows_by(incremental_lake, table, *key) == rows_by(full_lake, table, *key), table
+
+    def commits_per_minute(lake: Lake) -> dict:  # file names differ between the two lakes
+        totals: dict = {}
+        for row in lake.read_arrow("offset_commit_counts").to_pylist():
+            totals[row["minute_start"]] = totals.get(row["minute_start"], 0) + row["offset_commits"]
+        return totals
+
+    assert commits_per_minute(incremental_lake) == commits_per_minute(full_lake)
+
+
+def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equal_a_full_refresh(spark, tmp_path):
+    first_round = BronzeBuilder()
+    _removals_round_one(first_round)
+    second_round = _next_round(first_round)
+    _removals_round_two(second_round)
+    incremental_lake = Lake(tmp_path / "incremental")
+    first_round.write(incremental_lake)
+    runner = ModelRunner(spark, incremental_lake, variables=AS_OF, emit=lambda line: None)
+    runner.run_all()
+    second_round.write(incremental_lake)
+    second = {run.model: run for run in runner.run_all()}
+    assert second["offset_removals"].mode == second["offset_commit_counts"].mode == "incremental"
+    assert second["offset_commit_counts"].new_files == {"offset_commit_records": 1}
+
+    removals = rows_by(incremental_lake, "offset_removals", "source_offset")
+    x_tombstones = sorted((r for r in removals.values() if r["topic"] == "x"), key=lambda r: r["source_offset"])
+    # the first x-0 tombstone's commit is in round one: found in log_offset_state as last seen
+    assert [(r["removed_an_offset"], r["commit_timestamp"]) for r in x_tombstones] == [
+        (True, at(hours=1, minutes=10)), (True, at(hours=2, minutes=55))]
+    y_tombstones = sorted((r for r in removals.values() if r["topic"] == "y"), key=lambda r: r["source_offset"])
+    assert [r["removed_an_offset"] for r in y_tombstones] == [True, False]  # the second removed nothing
+
+    full_lake = Lake(tmp_path / "full")
+    for part in (first_round, second_round):
+        part.write(full_lake)
+    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
+    _assert_metrics_equal(incremental_lake, full_lake)
+    commits = sum(1 for part in (first_round, second_round) for row in part.rows["offset_commit_records"]
+                  if not row["tombstone"])
+    assert sum(r["offset_commits"] for r in incremental_lake.read_arrow("coordinator_metrics").to_pylist()) == commits
+
+
+def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_full(spark, tmp_path):
+    first_round = BronzeBuilder()
+    _removals_round_one(first_round)
+    second_round = _next_round(first_round)
+    _removals_round_two(second_round)
+    lake = Lake(tmp_path / "lake")
+    first_round.write(lake)
+    runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None)
+    runner.run_all()
+    second_round.write(lake)
+    # log_offset_state has not read round two: offset_removals cannot record it as its state
+    assert runner.run("offset_removals").mode == "incremental"
+    third_round = _next_round(second_round)
+    third_round.offset_tombstone("g", "t", 0, at(hours=6))
+    third_round.write(lake)
+    third = {run.model: run for run in runner.run_all()}
+    assert third["offset_removals"].mode == "full"
+    assert third["log_offset_state"].mode == "incremental"
+
+    full_lake = Lake(tmp_path / "full")
+    for part in (first_round, second_round, third_round):
+        part.write(full_lake)
+    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
+    _assert_metrics_equal(lake, full_lake)
+
+
 def test_a_result_whose_columns_differ_from_the_yaml_is_refused(spark, tmp_path):
     project = load_project(write_project(tmp_path / "p", {"mismatch_model": "select 1 as y"}))
     runner = ModelRunner(spark, Lake(tmp_path / "lake"), project=project, emit=lambda line: None)
