@@ -74,6 +74,19 @@ def _next_round(after: BronzeBuilder) -> BronzeBuilder:
     return following
 
 
+def _refreshed_round_one_then_round_two_written(spark, lake: Lake) -> tuple[ModelRunner, list[BronzeBuilder]]:
+    """Round one written and refreshed, round two written: the runner and both rounds."""
+    first_round = BronzeBuilder()
+    _removals_round_one(first_round)
+    second_round = _next_round(first_round)
+    _removals_round_two(second_round)
+    first_round.write(lake)
+    runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None)
+    runner.run_all()
+    second_round.write(lake)
+    return runner, [first_round, second_round]
+
+
 def _assert_metrics_equal(incremental_lake: Lake, full_lake: Lake) -> None:
     for table, key in (("offset_removals", ("source_partition", "source_offset")),
                        ("coordinator_metrics", ("bucket_start",))):
@@ -89,15 +102,8 @@ def _assert_metrics_equal(incremental_lake: Lake, full_lake: Lake) -> None:
 
 
 def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equal_a_full_refresh(spark, tmp_path):
-    first_round = BronzeBuilder()
-    _removals_round_one(first_round)
-    second_round = _next_round(first_round)
-    _removals_round_two(second_round)
     incremental_lake = Lake(tmp_path / "incremental")
-    first_round.write(incremental_lake)
-    runner = ModelRunner(spark, incremental_lake, variables=AS_OF, emit=lambda line: None)
-    runner.run_all()
-    second_round.write(incremental_lake)
+    runner, rounds = _refreshed_round_one_then_round_two_written(spark, incremental_lake)
     second = {run.model: run for run in runner.run_all()}
     assert second["offset_removals"].mode == second["offset_commit_counts"].mode == "incremental"
     assert second["offset_commit_counts"].new_files == {"offset_commit_records": 1}
@@ -111,28 +117,20 @@ def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equ
     assert [r["removed_an_offset"] for r in y_tombstones] == [True, False]  # the second removed nothing
 
     full_lake = Lake(tmp_path / "full")
-    for part in (first_round, second_round):
+    for part in rounds:
         part.write(full_lake)
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
     _assert_metrics_equal(incremental_lake, full_lake)
-    commits = sum(1 for part in (first_round, second_round) for row in part.rows["offset_commit_records"]
-                  if not row["tombstone"])
+    commits = sum(1 for part in rounds for row in part.rows["offset_commit_records"] if not row["tombstone"])
     assert sum(r["offset_commits"] for r in incremental_lake.read_arrow("coordinator_metrics").to_pylist()) == commits
 
 
 def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_full(spark, tmp_path):
-    first_round = BronzeBuilder()
-    _removals_round_one(first_round)
-    second_round = _next_round(first_round)
-    _removals_round_two(second_round)
     lake = Lake(tmp_path / "lake")
-    first_round.write(lake)
-    runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None)
-    runner.run_all()
-    second_round.write(lake)
+    runner, rounds = _refreshed_round_one_then_round_two_written(spark, lake)
     # log_offset_state has not read round two: offset_removals cannot record it as its state
     assert runner.run("offset_removals").mode == "incremental"
-    third_round = _next_round(second_round)
+    third_round = _next_round(rounds[-1])
     third_round.offset_tombstone("g", "t", 0, at(hours=6))
     third_round.write(lake)
     third = {run.model: run for run in runner.run_all()}
@@ -140,7 +138,7 @@ def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_f
     assert third["log_offset_state"].mode == "incremental"
 
     full_lake = Lake(tmp_path / "full")
-    for part in (first_round, second_round, third_round):
+    for part in [*rounds, third_round]:
         part.write(full_lake)
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
     _assert_metrics_equal(lake, full_lake)
