@@ -70,7 +70,10 @@ def _model_asset(model: Model) -> AssetsDefinition:
                    models: ModelsResource) -> MaterializeResult:
         the_lake = lake.lake()
         run = models.runner(spark.session(), the_lake, context.log.info).run(model.name)
-        context.log.info(f"{model.name}: {run.mode} run, {run.rows_written:,} rows written in {run.seconds:.1f} s")
+        if run.mode == "unchanged":
+            context.log.info(f"{model.name}: its SQL, inputs and variables are as at its last run; table kept")
+        else:
+            context.log.info(f"{model.name}: {run.mode} run, {run.rows_written:,} rows written in {run.seconds:.1f} s")
         return MaterializeResult(metadata={
             **table_metadata(the_lake, model.name),
             "mode": run.mode,

@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     models = commands.add_parser("models", help="run the Spark SQL models over the lake (silver and gold)")
     models.add_argument("--home", help="folder holding the lake")
     models.add_argument("--select", action="append", metavar="MODEL", help="run only this model (repeatable)")
-    models.add_argument("--full-refresh", action="store_true", help="recompute incremental models from scratch")
+    models.add_argument("--full-refresh", action="store_true",
+                        help="run every model from scratch, even one whose inputs are unchanged")
     models.add_argument("--offsets-retention-minutes", type=int, default=10080,
                         help="offsets.retention.minutes when no snapshot knows the broker's")
     models.set_defaults(run=_models)

@@ -205,7 +205,7 @@ _SPECS.append(TableSpec(
     schema=pa.schema([
         pa.field("model", pa.string(), nullable=False),
         pa.field("run_id", pa.string(), nullable=False),
-        pa.field("mode", pa.string(), nullable=False),  # 'full' or 'incremental'
+        pa.field("mode", pa.string(), nullable=False),  # 'full' or 'incremental' (an unchanged model is not recorded)
         pa.field("source", pa.string(), nullable=False),
         pa.field("source_version", pa.int64(), nullable=False),
         pa.field("code_version", pa.string(), nullable=False),

@@ -54,6 +54,7 @@ class Model:
     refs: tuple[str, ...] = ()
     refs_at_last_run: tuple[str, ...] = ()  # refs also read as they were at this model's last run
     sources: tuple[tuple[str, str], ...] = ()
+    variables: tuple[str, ...] = ()  # the var() names the SQL uses
 
     @property
     def code_version(self) -> str:
@@ -207,7 +208,7 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
     return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
                  grain=entry.get("grain", ""), materialized=materialized, unique_key=unique_key,
                  columns=columns, tests=tuple(entry.get("tests", ())), refs=used.refs,
-                 refs_at_last_run=used.refs_at_last_run, sources=used.sources)
+                 refs_at_last_run=used.refs_at_last_run, sources=used.sources, variables=used.variables)
 
 
 @lru_cache(maxsize=None)

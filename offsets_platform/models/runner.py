@@ -7,6 +7,10 @@ a change of the model's SQL, or a source that was rewritten rather than appended
 full run. Incremental models must be idempotent upserts: if a run dies after its merge but before
 it is recorded in `model_runs`, the next run merges the same rows again.
 
+A model whose inputs are all as they were at its last run (its SQL, the versions of its sources
+and refs, the values of the variables it uses) is not run again: its table is already the
+result (mode `unchanged`). A model using `as_of` ("now") therefore always runs.
+
 An incremental model may also read a ref as it was at its own last run
 (`ref('m', at_last_run=true)`): the state of `m` before the rows now new. That table version is
 recorded only when `m`'s latest run had read exactly the source versions this model read, so
@@ -19,6 +23,8 @@ on a small machine.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 import uuid
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
 RUNS_TABLE = "model_runs"
 NO_SOURCE = "-"  # the model_runs row of a model that reads no source
 REF_PREFIX = "ref:"  # model_runs rows naming a ref's table version, for ref(..., at_last_run=true)
+INPUTS = "inputs"  # the model_runs row whose version is a fingerprint of everything the result depends on
 
 
 class ModelRunError(RuntimeError):
@@ -48,7 +55,7 @@ class ModelRunError(RuntimeError):
 @dataclass(frozen=True)
 class ModelRun:
     model: str
-    mode: str  # 'full' or 'incremental'
+    mode: str  # 'full', 'incremental', or 'unchanged' (not run: its inputs are as at its last run)
     rows_written: int  # rows in the result (all rows for a full run, merged rows for incremental)
     rows_in_table: int
     seconds: float
@@ -131,7 +138,12 @@ class ModelRunner:
     def run(self, name: str, full_refresh: bool = False) -> ModelRun:
         started = time.monotonic()
         model = self.project.model(name)
-        last = {} if full_refresh or model.materialized != "incremental" else self._last_versions(model)
+        inputs = self._inputs_fingerprint(model)
+        previous = {} if full_refresh else self._last_versions(model)
+        if previous.get(INPUTS) == inputs and self.lake.exists(model.name):
+            return ModelRun(model=model.name, mode="unchanged", rows_written=0,
+                            rows_in_table=self.lake.count(model.name), seconds=time.monotonic() - started)
+        last = previous if model.materialized == "incremental" else {}
         reads = self._plan_reads(model, last)
         # the version of each ref read at_last_run that this run sees (model tables change only in runs)
         ref_versions = {ref: self.lake.version(ref) for ref in model.refs_at_last_run}
@@ -159,7 +171,7 @@ class ModelRunner:
             self.lake.overwrite(model.name, data)
         self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(model.name)
         self._record(model, "incremental" if incremental else "full", reads,
-                     self._states_to_record(model, reads, ref_versions), data.num_rows)
+                     {**self._states_to_record(model, reads, ref_versions), INPUTS: inputs}, data.num_rows)
         return ModelRun(model=model.name, mode="incremental" if incremental else "full",
                         rows_written=data.num_rows, rows_in_table=self.lake.count(model.name),
                         seconds=time.monotonic() - started,
@@ -176,6 +188,18 @@ class ModelRunner:
                 read.new_files = _appended_files(self.lake, table, last[table], read.files)
             reads[table] = read
         return reads
+
+    def _inputs_fingerprint(self, model: Model) -> int:
+        """A number that changes when anything the model's result depends on changes: its SQL and
+        columns, the version of each source and ref, the value of each variable it uses."""
+        inputs = {
+            "code": model.code_version,
+            "sources": {table: self._source_version(table) for _, table in model.sources},
+            "refs": {ref: self.lake.version(ref) if self.lake.exists(ref) else -1 for ref in model.refs},
+            "variables": {name: self.variables.get(name) for name in model.variables},
+        }
+        digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
+        return int(digest[:15], 16)  # 60 bits: fits model_runs' bigint version column
 
     def _source_version(self, table: str) -> int:
         with self._lock:

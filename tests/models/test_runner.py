@@ -157,3 +157,36 @@ def test_failing_sql_names_the_model_and_its_file(spark, tmp_path):
     with pytest.raises(ModelRunError, match=r"model broken_model \(silver/broken_model.sql\) failed"):
         runner.run("broken_model")
     assert not runner.lake.exists("broken_model"), "nothing is written for a failed model"
+
+
+def test_a_model_whose_inputs_did_not_change_is_not_run_again(spark, tmp_path):
+    builder = BronzeBuilder()
+    _history(builder, 0)
+    builder.snapshot(at(hours=3))
+    lake = Lake(tmp_path / "lake")
+    builder.write(lake)
+    ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None).run_all()
+
+    # nothing new, the same variables: every table is already the result
+    again = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None).run_all()
+    assert {run.mode for run in again} == {"unchanged"}
+
+    # a new snapshot only: what reads the log alone stays, what reads snapshots runs
+    snapshot_only = _next_round(builder)
+    snapshot_only.snapshot(at(hours=4))
+    snapshot_only.write(lake)
+    runs = {run.model: run.mode for run in ModelRunner(spark, lake, variables=AS_OF,
+                                                       emit=lambda line: None).run_all()}
+    assert runs["log_offset_state"] == runs["offset_removals"] == runs["offset_commit_counts"] == "unchanged"
+    assert runs["snapshot_offsets"] == runs["committed_offsets"] == runs["expirable_offsets"] == "full"
+
+    # another value of a variable reruns the models that use it, and what reads them
+    runs = {run.model: run.mode for run in ModelRunner(spark, lake, variables={**AS_OF, "metrics_bucket_minutes": 30},
+                                                       emit=lambda line: None).run_all()}
+    assert runs["coordinator_metrics"] == runs["non_consumed_metrics"] == "full"
+    assert runs["committed_offsets"] == "unchanged"
+    assert {row["bucket_minutes"] for row in lake.read_arrow("coordinator_metrics").to_pylist()} == {30}
+
+    # asked for, a full refresh runs everything
+    assert {run.mode for run in ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None)
+            .run_all(full_refresh=True)} == {"full"}
