@@ -138,15 +138,16 @@ class ModelRunner:
     def run(self, name: str, full_refresh: bool = False) -> ModelRun:
         started = time.monotonic()
         model = self.project.model(name)
-        inputs = self._inputs_fingerprint(model)
+        source_versions = {table: self._source_version(table) for _, table in model.sources}
+        # each ref's table version as this run sees it (model tables change only in runs)
+        ref_versions = {ref: self.lake.version(ref) if self.lake.exists(ref) else -1 for ref in model.refs}
+        inputs = self._inputs_fingerprint(model, source_versions, ref_versions)
         previous = {} if full_refresh else self._last_versions(model)
         if previous.get(INPUTS) == inputs and self.lake.exists(model.name):
             return ModelRun(model=model.name, mode="unchanged", rows_written=0,
                             rows_in_table=self.lake.count(model.name), seconds=time.monotonic() - started)
         last = previous if model.materialized == "incremental" else {}
-        reads = self._plan_reads(model, last)
-        # the version of each ref read at_last_run that this run sees (model tables change only in runs)
-        ref_versions = {ref: self.lake.version(ref) for ref in model.refs_at_last_run}
+        reads = self._plan_reads(model, source_versions, last)
         states = {ref: _files_at(self.lake, ref, last.get(REF_PREFIX + ref)) for ref in model.refs_at_last_run}
         # _plan_reads finds appended files only for an incremental model that may run incrementally
         incremental = (bool(reads) and all(read.new_files is not None for read in reads.values())
@@ -177,25 +178,25 @@ class ModelRunner:
                         seconds=time.monotonic() - started,
                         new_files={t: len(r.new_files) for t, r in reads.items() if r.new_files is not None})
 
-    def _plan_reads(self, model: Model, last: dict[str, int]) -> dict[str, _SourceRead]:
-        """Pin every source at its version; for an incremental model that ran before with this
-        code (`last` holds what it read then), also find the files appended since."""
+    def _plan_reads(self, model: Model, source_versions: dict[str, int],
+                    last: dict[str, int]) -> dict[str, _SourceRead]:
+        """Each source's files at its pinned version; for an incremental model that ran before
+        with this code (`last` holds what it read then), also the files appended since."""
         reads = {}
-        for _, table in model.sources:
-            version = self._source_version(table)
+        for table, version in source_versions.items():
             read = _SourceRead(version=version, files=self.lake.files(table, version))
             if table in last and self.lake.exists(model.name):
                 read.new_files = _appended_files(self.lake, table, last[table], read.files)
             reads[table] = read
         return reads
 
-    def _inputs_fingerprint(self, model: Model) -> int:
+    def _inputs_fingerprint(self, model: Model, source_versions: dict[str, int], ref_versions: dict[str, int]) -> int:
         """A number that changes when anything the model's result depends on changes: its SQL and
         columns, the version of each source and ref, the value of each variable it uses."""
         inputs = {
             "code": model.code_version,
-            "sources": {table: self._source_version(table) for _, table in model.sources},
-            "refs": {ref: self.lake.version(ref) if self.lake.exists(ref) else -1 for ref in model.refs},
+            "sources": source_versions,
+            "refs": ref_versions,
             "variables": {name: self.variables.get(name) for name in model.variables},
         }
         digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
