@@ -9,12 +9,13 @@
 -- the latest record of every partition before the new files.
 -- KIP-848 groups' subscriptions at that moment are not reconstructed: their offsets count as
 -- candidates with base time = commit time.
-with
-{% if is_incremental() %}
-new_records as (
+with new_records as (
+    -- in a full run: every record
     select * from {{ source('bronze', 'offset_commit_records', new_only=true) }}
 ),
 removed_keys as (
+    -- only partitions with a tombstone need the record before it; sorting just their records
+    -- instead of every commit is what keeps a full run fast
     select distinct `group`, topic, `partition` from new_records where tombstone
 ),
 chain as (
@@ -22,26 +23,14 @@ chain as (
            r.source_timestamp, r.source_partition, r.source_offset, false as known_before
     from new_records r
     left semi join removed_keys k on k.`group` = r.`group` and k.topic = r.topic and k.`partition` = r.`partition`
+{% if is_incremental() %}
     union all
     select s.`group`, s.topic, s.`partition`, s.removed, s.commit_timestamp, s.expire_timestamp,
            s.record_timestamp, s.source_partition, s.source_offset, true
     from {{ ref('log_offset_state', at_last_run=true) }} s
     left semi join removed_keys k on k.`group` = s.`group` and k.topic = s.topic and k.`partition` = s.`partition`
-),
-{% else %}
-removed_keys as (
-    -- only partitions that ever had a tombstone need the record before it; sorting just their
-    -- records instead of every commit is what keeps a full run fast
-    select distinct `group`, topic, `partition`
-    from {{ source('bronze', 'offset_commit_records', new_only=true) }} where tombstone
-),
-chain as (
-    select r.`group`, r.topic, r.`partition`, r.tombstone, r.commit_timestamp, r.expire_timestamp,
-           r.source_timestamp, r.source_partition, r.source_offset, false as known_before
-    from {{ source('bronze', 'offset_commit_records', new_only=true) }} r
-    left semi join removed_keys k on k.`group` = r.`group` and k.topic = r.topic and k.`partition` = r.`partition`
-),
 {% endif %}
+),
 records as (
     select *, lag(named_struct('tombstone', tombstone, 'commit_timestamp', commit_timestamp,
                                'expire_timestamp', expire_timestamp))
