@@ -5,16 +5,16 @@ exactly as ingest does, streamed in batches), adds two synthetic admin-API snaps
   1. full refresh (`run_all(full_refresh=True)`) of all models, R times over the same lake;
   2. incremental refresh (`run_all()`) R times, each after appending M more records of the same
      generator stream to bronze (offsets and timestamps continue);
-  3. the same incremental refresh in a warm Spark, R times: the child first appends M records
-     and refreshes (which warms the JVM up on real work), then appends M more and refreshes
-     again; only that second refresh is timed. This is what a long-lived Spark (a Spark Connect
-     server, a notebook) spends; a fresh process also pays JVM start-up and just-in-time
-     compilation.
-Each refresh runs in a child process, as a scheduled refresh starts, so JVM start-up is
-included (and reported apart); a psutil thread samples the RSS of the child and its JVM.
+  3. the same incremental refresh through a long-lived Spark Connect server
+     (`offsets-platform spark-server`, as a deployment runs it): W warm-up refreshes, then R timed
+     ones, each after appending M records. The server has then run W refreshes, as it has after
+     W scheduled refreshes (one hour at the default 15 minutes for W = 4).
+Each refresh runs in a child process, as a scheduled refresh starts, so JVM start-up (or the
+client's connection) is included and reported apart; a psutil thread samples the RSS and CPU of
+the child, its JVM and the server.
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/models_bench.py \
-        [--records 10000000] [--new-records 100000] [--repeats 3]
+        [--records 10000000] [--new-records 100000] [--repeats 3] [--warm-up 4]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -38,8 +39,7 @@ import pyarrow.compute as pc
 
 from ingest_bench import timed, write_results  # benchmarks/ is on sys.path when this file runs as a script
 from offsets_platform.ingest.offsets_topic import IngestResult, write_batch
-import pyarrow.feather as feather
-
+from offsets_platform.kafka.embedded import free_loopback_port
 from offsets_platform.kafka.offsets_topic import RAW_SCHEMA
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import RECORD_TABLES
@@ -150,24 +150,17 @@ def add_snapshots(lake: Lake) -> None:
           f"in {len(topics)} topics", file=sys.stderr, flush=True)
 
 
-def child(lake_root: str, mode: str, new_records_file: str) -> None:
-    """Run in a fresh process: one refresh of every model (`full` or `incremental`), or for
-    `warm` a first refresh after appending the records in `<new_records_file>.warm-up`, then
-    the records in `new_records_file` appended, then the timed refresh; print timings as JSON."""
+def child(lake_root: str, mode: str, remote: str) -> None:
+    """Run in a fresh process: one refresh of every model (`full` or `incremental`), on a local
+    Spark or, when `remote` is not "-", through that Spark Connect server; print timings as JSON."""
     from offsets_platform.lake.spark import get_spark
     from offsets_platform.models import ModelRunner
 
-    spark = get_spark()
+    spark = get_spark(remote=None if remote == "-" else remote)
     # from the process's creation, so interpreter start-up and imports count as JVM start-up does
     spark_start_s = time.time() - psutil.Process().create_time()
     lake = Lake(lake_root)
     runner = ModelRunner(spark, lake, emit=lambda line: print(f"    {line}", file=sys.stderr, flush=True))
-    if mode == "warm":
-        # with nothing new most models would be unchanged and the JVM would stay cold
-        append_raw(lake, feather.read_table(new_records_file + ".warm-up"), "warm-up")
-        runner.run_all()
-        append_raw(lake, feather.read_table(new_records_file), "warm")
-        print("    appended the new records; the timed refresh follows", file=sys.stderr, flush=True)
     started = time.perf_counter()
     runs = runner.run_all(full_refresh=mode == "full")
     models_s = time.perf_counter() - started
@@ -177,37 +170,72 @@ def child(lake_root: str, mode: str, new_records_file: str) -> None:
                                            "rows_in_table": r.rows_in_table} for r in runs}}))
 
 
-class PeakRss(threading.Thread):
-    """Samples the RSS of a process and all its descendants (the Spark JVM) every 100 ms, and
-    their CPU seconds: other work on the machine inflates wall times, much less CPU time."""
+class SparkConnectServer:
+    """`offsets-platform spark-server` on a free loopback port, for the server refreshes."""
 
-    def __init__(self, pid: int):
+    def __init__(self):
+        self.endpoint = f"sc://127.0.0.1:{free_loopback_port()}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "offsets_platform.cli", "spark-server", "--port", self.endpoint.rsplit(":", 1)[1]],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        for line in self.process.stdout:
+            if line.startswith("ready:"):
+                return
+        raise SystemExit(f"the Spark Connect server did not start (exit code {self.process.wait()})")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=120)
+
+
+class PeakRss(threading.Thread):
+    """Samples the RSS of processes and all their descendants (the Spark JVM) every 100 ms, and
+    the CPU seconds they spend meanwhile: other work on the machine inflates wall times, much
+    less CPU time. The first process is the refresh (its RSS alone is "Python alone")."""
+
+    def __init__(self, pids: list[int]):
         super().__init__(daemon=True)
-        self.root, self.done, self.peak_mb, self.peak_python_mb = psutil.Process(pid), threading.Event(), 0.0, 0.0
+        self.roots, self.done, self.peak_mb, self.peak_python_mb = [psutil.Process(p) for p in pids], threading.Event(), 0.0, 0.0
+        self.cpu_start_s: dict[int, float] = {}  # pid -> user + system seconds when first seen
         self.cpu_s: dict[int, float] = {}  # pid -> user + system seconds, last seen
 
+    @property
+    def cpu_used_s(self) -> float:
+        """CPU seconds spent while sampling: a long-lived server's earlier work does not count."""
+        return sum(self.cpu_s[pid] - self.cpu_start_s[pid] for pid in self.cpu_s)
+
     def run(self) -> None:
+        self._sample()
+        for pid, seconds in self.cpu_s.items():  # the refresh just started: all of its CPU counts
+            self.cpu_start_s[pid] = seconds if pid != self.roots[0].pid else 0.0
         while not self.done.wait(0.1):
+            self._sample()
+
+    def _sample(self) -> None:
+        processes = []
+        for root in self.roots:
             try:
-                processes = [self.root] + self.root.children(recursive=True)
+                processes += [root] + root.children(recursive=True)
             except psutil.NoSuchProcess:
-                return
-            rss = {}
-            for process in processes:
-                try:
-                    rss[process.pid] = process.memory_info().rss / 2**20
-                    self.cpu_s[process.pid] = sum(process.cpu_times()[:2])
-                except psutil.NoSuchProcess:  # a child that just ended
-                    pass
-            self.peak_mb = max(self.peak_mb, sum(rss.values()))
-            self.peak_python_mb = max(self.peak_python_mb, rss.get(self.root.pid, 0.0))
+                pass
+        rss = {}
+        for process in processes:
+            try:
+                rss[process.pid] = process.memory_info().rss / 2**20
+                self.cpu_s[process.pid] = sum(process.cpu_times()[:2])
+                self.cpu_start_s.setdefault(process.pid, 0.0)  # started during the refresh
+            except psutil.NoSuchProcess:  # a child that just ended
+                pass
+        self.peak_mb = max(self.peak_mb, sum(rss.values()))
+        self.peak_python_mb = max(self.peak_python_mb, rss.get(self.roots[0].pid, 0.0))
 
 
-def measure(lake_root: Path, mode: str, new_records_file: str = "-") -> dict:
+def measure(lake_root: Path, mode: str, server: SparkConnectServer | None = None) -> dict:
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, __file__, "--child", str(lake_root), mode, new_records_file],
+    process = subprocess.Popen([sys.executable, __file__, "--child", str(lake_root), mode,
+                                server.endpoint if server else "-"],
                                stdout=subprocess.PIPE, text=True)  # stderr (progress) goes straight through
-    sampler = PeakRss(process.pid)
+    sampler = PeakRss([process.pid] + ([server.process.pid] if server else []))
     sampler.start()
     out, _ = process.communicate()
     wall_s = time.perf_counter() - started
@@ -216,7 +244,7 @@ def measure(lake_root: Path, mode: str, new_records_file: str = "-") -> dict:
     if process.returncode:
         raise SystemExit(f"refresh child failed with exit code {process.returncode}")
     return {**json.loads(out.strip().splitlines()[-1]), "wall_s": wall_s, "peak_mb": sampler.peak_mb,
-            "peak_python_mb": sampler.peak_python_mb, "cpu_s": sum(sampler.cpu_s.values()),
+            "peak_python_mb": sampler.peak_python_mb, "cpu_s": sampler.cpu_used_s,
             "load_1min": os.getloadavg()[0]}  # above the core count, other work competed for the CPUs
 
 
@@ -232,26 +260,29 @@ def medians(runs: list[dict]) -> dict:
     return summary
 
 
+KINDS = ("full", "incremental", "server")
+
+
 def markdown(results: dict) -> str:
-    full, incremental, warm = (results[kind]["median"] for kind in ("full", "incremental", "warm"))
-    lines = [f"| median of {results['repeats']} | full refresh | incremental (+{results['new_records']:,}) | "
-             "incremental in a warm Spark | rows in table (last incremental) |", "|---|---:|---:|---:|---:|"]
+    full, incremental, server = (results[kind]["median"] for kind in KINDS)
+    lines = [f"| median of {results['repeats']} | full refresh | incremental (+{results['new_records']:,}), "
+             f"local Spark | incremental (+{results['new_records']:,}), Spark Connect server | "
+             "rows in table (last incremental) |", "|---|---:|---:|---:|---:|"]
     missing = {"seconds": float("nan"), "mode": "not run", "rows_in_table": 0}
     for name in dict.fromkeys([*full["models"], *incremental["models"]]):
-        run, other, warmed = (kind["models"].get(name, missing) for kind in (full, incremental, warm))
+        run, other, served = (kind["models"].get(name, missing) for kind in (full, incremental, server))
         lines.append(f"| {name} | {run['seconds']:.1f} s | {other['seconds']:.1f} s ({other['mode']}) | "
-                     f"{warmed['seconds']:.1f} s | {other['rows_in_table']:,} |")
-    lines.append(f"| **all models (run_all)** | {full['models_s']:.1f} s | {incremental['models_s']:.1f} s | "
-                 f"**{warm['models_s']:.1f} s** | |")
-    for key, label in (("spark_start_s", "process start to SparkSession"), ("wall_s", "**process wall time**"),
-                       ("cpu_s", "CPU time, Python + JVM")):
-        lines.append(f"| {label} | {full[key]:.1f} s | {incremental[key]:.1f} s | (includes a first refresh) | |")
-    lines.append(f"| peak RSS, Python + JVM | {full['peak_mb']:,.0f} MB | {incremental['peak_mb']:,.0f} MB | "
-                 f"{warm['peak_mb']:,.0f} MB | |")
-    lines.append(f"| peak RSS, Python alone | {full['peak_python_mb']:,.0f} MB | "
-                 f"{incremental['peak_python_mb']:,.0f} MB | {warm['peak_python_mb']:,.0f} MB | |")
-    lines.append(f"| load average (1 min) at the end, {results['cpus']} CPUs | {full['load_1min']:.1f} | "
-                 f"{incremental['load_1min']:.1f} | {warm['load_1min']:.1f} | |")
+                     f"{served['seconds']:.1f} s ({served['mode']}) | {other['rows_in_table']:,} |")
+    rows = (("models_s", "**all models (run_all)**"), ("spark_start_s", "process start to SparkSession"),
+            ("wall_s", "**process wall time**"), ("cpu_s", "CPU time, Python + JVM (+ server)"))
+    for key, label in rows:
+        lines.append(f"| {label} | " + " | ".join(f"{kind[key]:.1f} s" for kind in (full, incremental, server)) + " | |")
+    lines.append("| peak RSS, Python + JVM (+ server) | "
+                 + " | ".join(f"{kind['peak_mb']:,.0f} MB" for kind in (full, incremental, server)) + " | |")
+    lines.append("| peak RSS, Python alone | "
+                 + " | ".join(f"{kind['peak_python_mb']:,.0f} MB" for kind in (full, incremental, server)) + " | |")
+    lines.append(f"| load average (1 min) at the end, {results['cpus']} CPUs | "
+                 + " | ".join(f"{kind['load_1min']:.1f}" for kind in (full, incremental, server)) + " | |")
     return "\n".join(lines)
 
 
@@ -260,8 +291,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000_000, help="records in bronze before the refreshes")
     parser.add_argument("--new-records", type=int, default=100_000, help="records appended before each incremental")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warm-up", type=int, default=4, help="refreshes through the server before the timed ones")
     parser.add_argument("--out", default="benchmarks/results/models_bench.json")
-    parser.add_argument("--child", nargs=3, metavar=("LAKE", "MODE", "NEW_RECORDS"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=3, metavar=("LAKE", "MODE", "REMOTE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
@@ -271,7 +303,7 @@ def main() -> None:
                      "cpus": os.cpu_count(), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     with tempfile.TemporaryDirectory(prefix="models-bench-") as scratch:
         lake = Lake(scratch)
-        feed = BronzeFeed(lake, args.records + 3 * args.repeats * args.new_records)
+        feed = BronzeFeed(lake, args.records + (2 * args.repeats + args.warm_up) * args.new_records)
         print(f"building bronze: {args.records:,} records in {scratch}", file=sys.stderr, flush=True)
         started = time.perf_counter()
         results["build_write_s"] = feed.append(args.records, "build")
@@ -290,36 +322,41 @@ def main() -> None:
                   file=sys.stderr, flush=True)
             results["incremental"]["append_s"].append(feed.append(args.new_records, f"append-{repeat}"))
             results["incremental"]["runs"].append(measure(lake.root, "incremental"))
-        results["warm"] = {"runs": []}
-        new_records_file = str(Path(scratch) / "new-records.arrow")
-        for repeat in range(args.repeats):
-            print(f"warm Spark: {args.new_records:,} records appended and a first refresh, then "
-                  f"{args.new_records:,} more and the timed incremental refresh {repeat + 1}/{args.repeats}",
-                  file=sys.stderr, flush=True)
-            feather.write_feather(feed.take(args.new_records), new_records_file + ".warm-up")
-            feather.write_feather(feed.take(args.new_records), new_records_file)
-            results["warm"]["runs"].append(measure(lake.root, "warm", new_records_file))
-    results["warm"]["median"] = medians(results["warm"]["runs"])
-    results["warm"]["target_met"] = results["warm"]["median"]["models_s"] < TARGETS_S["incremental"]
-    for kind in ("full", "incremental"):
+        results["server"] = {"warm_up": [], "runs": [], "warm_up_refreshes": args.warm_up}
+        print("starting a Spark Connect server (offsets-platform spark-server)", file=sys.stderr, flush=True)
+        server = SparkConnectServer()
+        try:
+            for repeat in range(args.warm_up + args.repeats):
+                timed_run = repeat >= args.warm_up
+                label = (f"timed refresh {repeat - args.warm_up + 1}/{args.repeats}" if timed_run
+                         else f"warm-up refresh {repeat + 1}/{args.warm_up}")
+                print(f"appending {args.new_records:,} records, then through the server: {label}",
+                      file=sys.stderr, flush=True)
+                feed.append(args.new_records, f"server-{repeat}")
+                run = measure(lake.root, "incremental", server)
+                results["server"]["runs" if timed_run else "warm_up"].append(run)
+        finally:
+            server.stop()
+    for kind in KINDS:
         results[kind]["median"] = medians(results[kind]["runs"])
-        results[kind]["target_s"] = TARGETS_S[kind]
-        results[kind]["target_met"] = results[kind]["median"]["wall_s"] < TARGETS_S[kind]
+        results[kind]["target_s"] = TARGETS_S.get(kind, TARGETS_S["incremental"])
+        results[kind]["target_met"] = results[kind]["median"]["wall_s"] < results[kind]["target_s"]
 
     print()
     print(markdown(results))
     print()
-    for kind in ("full", "incremental"):
+    labels = {"full": "full refresh", "incremental": "incremental refresh, a local Spark per refresh",
+              "server": "incremental refresh through the Spark Connect server"}
+    for kind in KINDS:
         median = results[kind]["median"]
-        print(f"{kind} refresh target < {TARGETS_S[kind]:.0f} s: "
+        print(f"{labels[kind]}: target < {results[kind]['target_s']:.0f} s "
               f"{'met' if results[kind]['target_met'] else 'NOT met'} "
               f"(process wall {median['wall_s']:.1f} s, of which models {median['models_s']:.1f} s)")
-        if kind == "incremental":
-            print(f"incremental refresh in a warm Spark: {results['warm']['median']['models_s']:.1f} s "
-                  f"({'met' if results['warm']['target_met'] else 'NOT met'} against the same target)")
         if median["load_1min"] > results["cpus"]:
             print(f"  note: load average {median['load_1min']:.1f} on {results['cpus']} CPUs at the end; the refresh's "
                   "own threads (two models at a time, the JVM's) count too, so compare CPU time as well")
+    print("server warm-up refreshes (process wall): "
+          + ", ".join(f"{run['wall_s']:.1f} s" for run in results["server"]["warm_up"]))
     write_results(results, Path(args.out))
 
 

@@ -11,6 +11,7 @@ from offsets_platform.cli_args import cluster_and_lake, lake_of
 from offsets_platform.cleanup.cli_plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError
 from offsets_platform.settings import Settings
 
 
@@ -70,6 +71,18 @@ def _models(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _spark_server(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.lake.spark import serve_spark_connect
+
+    endpoint = f"sc://{args.host}:{args.port}"
+    print(f"starting a Spark Connect server on {endpoint} (Spark master {settings.spark_master}) ...", flush=True)
+    serve_spark_connect(args.host, args.port, master=settings.spark_master, on_ready=lambda: print(
+        f"ready: runs with OFFSETS_PLATFORM_SPARK_REMOTE={endpoint} use it; Ctrl-C or SIGTERM stops it",
+        flush=True))
+    print("Spark Connect server stopped")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="offsets-platform", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -101,13 +114,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="offsets.retention.minutes when no snapshot knows the broker's")
     models.set_defaults(run=_models)
 
+    server = commands.add_parser("spark-server", help="a long-lived Spark Connect server that refreshes reuse")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
+    server.set_defaults(run=_spark_server)
+
     add_plan_commands(commands)
     add_direct_commands(commands)
 
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
-    except (BrokerUnreachable, PlanError) as error:
+    except (BrokerUnreachable, PlanError, SparkConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -1,28 +1,53 @@
-"""The one place that builds the SparkSession."""
+"""The one place that builds a SparkSession, and the long-lived Spark Connect server."""
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import threading
+from typing import Callable
+from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
 
-# Settings that make local runs correct and predictable on a small machine; see DESIGN.md's
-# known traps (timezone-less timestamps, the 1 GB driver heap, the loopback address).
+DEFAULT_CONNECT_PORT = 15002  # Spark Connect's own default
+
+# Settings of a session, which a Spark Connect client sets on its server-side session too; see
+# DESIGN.md's known traps (timezone-less timestamps).
+# The discovery threshold: Spark lists more than 32 paths with a Spark job whose every task
+# deserialises the whole Hadoop configuration, and bronze tables hold one file per ingest batch,
+# so that listing took about a fifth of a warm incremental refresh's CPU. Listing a few thousand
+# known files on the driver is quick.
+_SESSION_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+}
+
+# Settings of the JVM, fixed when it starts: set only when this process starts it (local mode,
+# or the Connect server below). See DESIGN.md's known traps (the 1 GB driver heap, the loopback
+# address).
 # TieredStopAtLevel=1 keeps the JVM's just-in-time compilation to its quick first tier: a refresh
 # runs many short queries in a fresh JVM, where the optimising tier costs more CPU than it saves
 # (benchmarks/models_bench.py: the incremental refresh takes a third less, the full one the same).
 # That tier alone gets a small code cache by default, which Spark's generated code fills within
 # two refreshes in one process (the JVM then stops compiling): hence the larger cache.
-_DEFAULTS = {
-    "spark.sql.session.timeZone": "UTC",
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+# Spark keeps the classes it generates for 100 plans by default; one refresh compiles more than
+# that, so a long-lived JVM compiled most of them again on every refresh.
+_JVM_CONF = {
     "spark.driver.memory": "6g",
-    "spark.sql.shuffle.partitions": "8",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m",
+    "spark.sql.codegen.cache.maxEntries": "2000",
 }
+
+
+class SparkConnectError(RuntimeError):
+    """No Spark Connect server answers at the endpoint, or a server cannot listen where asked."""
 
 
 def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str = "offsets_platform",
@@ -38,13 +63,68 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
     Returns:
         The session. Later calls return the same session whatever their arguments, so one
         Dagster run (in-process executor) shares one JVM.
+
+    Raises:
+        SparkConnectError: `remote` is given and nothing accepts connections there (the
+            client would otherwise retry for minutes without saying why).
     """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
-    builder = builder.remote(remote) if remote else builder.master(master)
-    for key, value in {**_DEFAULTS, **(extra_conf or {})}.items():
+    if remote:
+        _check_reachable(remote)
+        builder, conf = builder.remote(remote), {**_SESSION_CONF, **(extra_conf or {})}
+    else:
+        builder, conf = builder.master(master), {**_SESSION_CONF, **_JVM_CONF, **(extra_conf or {})}
+    for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     if not remote:  # Spark Connect sessions have no SparkContext
         session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def serve_spark_connect(host: str = "127.0.0.1", port: int = DEFAULT_CONNECT_PORT, master: str = "local[*]",
+                        on_ready: Callable[[], None] = lambda: None) -> None:
+    """Run a Spark Connect server in this process until SIGTERM or Ctrl-C.
+
+    Refreshes that connect to it (OFFSETS_PLATFORM_SPARK_REMOTE) skip the JVM's start and reuse
+    its compiled code: each scheduled run otherwise starts a cold JVM.
+    """
+    _check_free(host, port)
+    session = get_spark(master=master, app_name="offsets_platform-connect", extra_conf={
+        "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+    })
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    on_ready()
+    try:
+        stop.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.stop()
+
+
+def _check_reachable(remote: str, timeout_s: float = 5.0) -> None:
+    address = urlparse(remote.split(";", 1)[0])  # sc://host:port/;param=value
+    host, port = address.hostname or "localhost", address.port or DEFAULT_CONNECT_PORT
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as error:
+        raise SparkConnectError(
+            f"no Spark Connect server answers at {host}:{port} ({remote}): {error.strerror or error}. "
+            "Start one with `offsets-platform spark-server`, check the address in "
+            "OFFSETS_PLATFORM_SPARK_REMOTE (or the spark resource's `remote`), or leave it empty to "
+            "run Spark in this process.") from error
+
+
+def _check_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise SparkConnectError(
+                f"cannot listen on {host}:{port}: {error.strerror or error}. Is a Spark Connect server "
+                "already running there? Stop it, or give another --port.") from error

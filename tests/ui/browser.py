@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 import psutil
 
 from assets.automation import AUTOMATION_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, REFRESH_CRON_ENV
+from offsets_platform.kafka.embedded import free_loopback_port
 
 AUTOMATION_SETTINGS = (REFRESH_CRON_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, AUTOMATION_ENV)
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,16 +40,10 @@ _WORKSPACE_QUERY = ("{ workspaceOrError { __typename ... on Workspace { location
                     "locationOrLoadError { __typename ... on PythonError { message } } } } } }")
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Webserver:
     def __init__(self, home: Path, startup_timeout: float = 240):
         self.home = home
-        self.port = free_port()
+        self.port = free_loopback_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = home / "webserver.log"
         self.startup_timeout = startup_timeout

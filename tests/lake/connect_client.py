@@ -1,0 +1,42 @@
+"""A Spark Connect client for tests/lake/test_spark_connect.py, run as its own process: pyspark
+refuses a Spark Connect session in a process that already runs a local Spark, as the test process
+does. Runs every model over the server, then every model's checks, and a broken copy of
+group_state through its checks; prints the outcomes as JSON.
+
+    python -m tests.lake.connect_client sc://HOST:PORT LAKE_ROOT AS_OF
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from pyspark.sql import functions as F
+
+from offsets_platform.lake import Lake
+from offsets_platform.lake.spark import get_spark
+from offsets_platform.models import ModelRunner, default_project
+from offsets_platform.quality.expectations import validate
+from offsets_platform.quality.specs import specs_for_model
+
+
+def main(endpoint: str, lake_root: str, as_of: str) -> None:
+    spark = get_spark(remote=endpoint)
+    lake = Lake(lake_root)
+    runs = ModelRunner(spark, lake, variables={"as_of": as_of}, emit=lambda line: None).run_all()
+    project = default_project()
+    checks = {model.name: [outcome.success for outcome in
+                           validate(lake.spark_read(spark, model.name), model.name, specs_for_model(model)).outcomes]
+              for model in project.models}
+    group_state = lake.spark_read(spark, "group_state")
+    broken = group_state.unionByName(group_state.limit(1)) \
+        .unionByName(group_state.limit(1).withColumn("state", F.lit(None).cast("string")))
+    failed = [outcome.description for outcome in
+              validate(broken, "group_state", specs_for_model(project.model("group_state"))).outcomes
+              if not outcome.success]
+    spark.stop()
+    print(json.dumps({"modes": {run.model: run.mode for run in runs}, "checks": checks, "broken_failed": failed}))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

@@ -1,0 +1,109 @@
+"""Spark Connect: a long-lived server from `offsets-platform spark-server`, and the models and their
+checks run through it, with the same results as a local Spark."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offsets_platform.cli import main
+from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.lake import Lake
+from offsets_platform.models import ModelRunner, default_project
+from tests.models.bronze_builder import BronzeBuilder, at
+
+ROOT = Path(__file__).resolve().parents[2]
+AS_OF = "2026-01-05 00:00:00"
+
+
+@pytest.fixture(scope="module")
+def connect_server():
+    """The server as a user starts it; its endpoint. Stopped with SIGTERM, as a service manager would."""
+    port = free_loopback_port()
+    process = subprocess.Popen([sys.executable, "-m", "offsets_platform.cli", "spark-server", "--port", str(port)],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    output = []
+    for line in process.stdout:  # ends if the server dies before it is ready
+        output.append(line)
+        if line.startswith("ready:"):
+            break
+    assert output and output[-1].startswith("ready:"), f"the server did not start: {''.join(output)}"
+    assert f"OFFSETS_PLATFORM_SPARK_REMOTE=sc://127.0.0.1:{port}" in output[-1]
+    yield f"sc://127.0.0.1:{port}"
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 0
+    assert "Spark Connect server stopped" in process.stdout.read()
+
+
+def _history() -> BronzeBuilder:
+    """A classic group that changes subscription, tombstones, a standalone group, a KIP-848 group
+    and a snapshot: every model has rows."""
+    b = BronzeBuilder()
+    for hour in range(3):
+        b.group_record("g", at(hours=hour), members={"m": ["t", "old"] if hour < 2 else ["t"]},
+                       current_state_at=at(hours=hour), generation=hour + 1)
+        b.commit("g", "t", 0, hour * 10, at(hours=hour, minutes=5))
+        b.commit("g", "old", hour % 2, hour, at(hours=hour, minutes=6))
+    b.offset_tombstone("g", "old", 0, at(hours=2, minutes=30))
+    b.commit("solo", "t", 1, 7, at(hours=1))
+    b.kip848_group("new", at(hours=1))
+    b.kip848_member("new", "m1", at(hours=1), topics=["t"])
+    b.commit("new", "t", 2, 3, at(hours=1, minutes=1))
+    b.snapshot(at(hours=3), groups=[{"group": "g", "state": "Stable", "protocol_type": "consumer",
+                                     "protocol": "range", "member_count": 1}],
+               offsets=[{"group": "g", "topic": "t", "partition": 0, "committed_offset": 20}],
+               logs=[{"topic": "t", "partition": p, "log_start_offset": 5, "log_end_offset": 40} for p in range(3)],
+               topics=[{"topic": "t", "retention_ms": 3_600_000, "retention_bytes": -1, "cleanup_policy": "delete"}])
+    return b
+
+
+def _rows(lake: Lake, table: str) -> list[str]:
+    # offset_commit_counts names bronze files, whose names differ from lake to lake
+    rows = [{k: v for k, v in row.items() if k != "source_file"} for row in lake.read_arrow(table).to_pylist()]
+    return sorted(json.dumps(row, sort_keys=True, default=str) for row in rows)
+
+
+def test_models_and_checks_over_spark_connect_equal_a_local_run(spark, connect_server, tmp_path):
+    history = _history()
+    local, remote = Lake(tmp_path / "local"), Lake(tmp_path / "remote")
+    history.write(local)
+    history.write(remote)
+    ModelRunner(spark, local, variables={"as_of": AS_OF}, emit=lambda line: None).run_all()
+
+    client = subprocess.run([sys.executable, "-m", "tests.lake.connect_client", connect_server, str(remote.root), AS_OF],
+                            cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert client.returncode == 0, client.stderr[-3000:]
+    outcome = json.loads(client.stdout.strip().splitlines()[-1])
+
+    models = [model.name for model in default_project().models]
+    assert set(outcome["modes"]) == set(models) and set(outcome["modes"].values()) == {"full"}
+    for name in models:
+        assert _rows(remote, name) == _rows(local, name), name
+    for name in ("committed_offsets", "group_state", "offset_removals", "expirable_offsets", "consumer_lag"):
+        assert _rows(local, name), f"{name} is empty: the comparison would prove nothing"
+    assert all(outcome["checks"][name] and all(outcome["checks"][name]) for name in models), outcome["checks"]
+    assert set(outcome["broken_failed"]) == {"group is unique", "state is not null"}
+
+
+def test_a_second_server_on_a_busy_port_says_so(connect_server, capsys):
+    port = int(connect_server.rsplit(":", 1)[1])
+    assert main(["spark-server", "--port", str(port)]) == 1
+    error = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in error and "already running" in error
+
+
+def test_an_endpoint_without_a_server_names_it_and_what_to_do(tmp_path, capsys, monkeypatch):
+    port = free_loopback_port()
+    monkeypatch.setenv("OFFSETS_PLATFORM_SPARK_REMOTE", f"sc://127.0.0.1:{port}")
+    assert main(["models", "--home", str(tmp_path)]) == 1
+    error = capsys.readouterr().err
+    assert f"no Spark Connect server answers at 127.0.0.1:{port}" in error
+    assert "offsets-platform spark-server" in error and "OFFSETS_PLATFORM_SPARK_REMOTE" in error
+    assert not (tmp_path / "lake").exists() or not any((tmp_path / "lake").iterdir())
