@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 
-.PHONY: demo test bench bench-models ui validate clean
+.PHONY: demo test bench bench-models ui spark-server validate clean
 
 $(INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,10 +26,19 @@ bench-models: $(INSTALLED)  ## full and incremental model refresh time and memor
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python benchmarks/models_bench.py
 
 UI_PORT ?= 3000
-ui: $(INSTALLED)  ## the Dagster UI and daemon on http://127.0.0.1:$(UI_PORT); runs persist in .offsets_platform/dagster
+SPARK_CONNECT_PORT ?= 15002
+# The UI's runs (its schedules too) connect to one long-lived Spark Connect server started with it,
+# instead of each starting a JVM; the server stops when the UI does.
+ui: $(INSTALLED)  ## the Dagster UI and daemon on http://127.0.0.1:$(UI_PORT), with a Spark Connect server; runs persist in .offsets_platform/dagster
 	mkdir -p .offsets_platform/dagster
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/offsets-platform spark-server --port $(SPARK_CONNECT_PORT) & server=$$!; \
+	trap 'kill $$server 2>/dev/null; wait $$server' EXIT; \
 	DAGSTER_HOME="$(CURDIR)/.offsets_platform/dagster" SPARK_LOCAL_IP=127.0.0.1 \
+		OFFSETS_PLATFORM_SPARK_REMOTE=sc://127.0.0.1:$(SPARK_CONNECT_PORT) \
 		$(BIN)/dagster dev -h 127.0.0.1 -p $(UI_PORT) -w workspace.yaml
+
+spark-server: $(INSTALLED)  ## a long-lived Spark Connect server on sc://127.0.0.1:$(SPARK_CONNECT_PORT) (Ctrl-C stops it)
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/offsets-platform spark-server --port $(SPARK_CONNECT_PORT)
 
 validate: $(INSTALLED)  ## check the Dagster definitions load
 	$(BIN)/dagster definitions validate -w workspace.yaml
