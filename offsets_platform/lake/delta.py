@@ -72,6 +72,11 @@ class Lake:
             .execute()
         )
 
+    def compact(self, name: str) -> int:
+        """Rewrite the table's small files into few large ones, in one Delta commit (the rows and
+        the older versions stay as they were). Returns the number of files it replaced."""
+        return self.table(name).optimize.compact()["numFilesRemoved"]
+
     def read_arrow(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """The table's current rows as Arrow (small tables and tests; Spark for the rest)."""
         path = str(self.path(name))

@@ -46,6 +46,9 @@ RUNS_TABLE = "model_runs"
 NO_SOURCE = "-"  # the model_runs row of a model that reads no source
 REF_PREFIX = "ref:"  # model_runs rows naming a ref's table version, for ref(..., at_last_run=true)
 INPUTS = "inputs"  # the model_runs row whose version is a fingerprint of everything the result depends on
+# model_runs gains a file per model run and an incremental model's table one per merge; every read
+# opens them all (model_runs is read once per model), so a refresh compacts a table with more.
+COMPACT_AT_FILES = 50
 
 
 class ModelRunError(RuntimeError):
@@ -89,13 +92,14 @@ class ModelRunner:
 
     def __init__(self, spark: "SparkSession", lake: Lake, project: ModelProject | None = None,
                  variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print,
-                 workers: int = 2):
+                 workers: int = 2, compact_at_files: int = COMPACT_AT_FILES):
         self.spark = spark
         self.lake = lake
         self.project = project or default_project()
         self.variables = {**default_variables(), **(variables or {})}
         self.emit = emit
         self.workers = workers  # models run_all runs at the same time
+        self.compact_at_files = compact_at_files
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
         self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
         register_model_tables_of(self.project)
@@ -125,7 +129,16 @@ class ModelRunner:
                             refs.discard(name)
         finally:
             self._pinned_versions = None
+        self._compact([RUNS_TABLE] + [m.name for m in models if m.materialized == "incremental"])
         return [runs[m.name] for m in models]
+
+    def _compact(self, tables: list[str]) -> None:
+        """Compact the tables that runs fill with small files. Never a source: an incremental
+        model must see which files are new, and a compacted source makes its next run full.
+        Older versions keep their files, so a ref read at_last_run still finds its rows."""
+        for table in tables:
+            if self.lake.exists(table) and len(self.lake.files(table)) > self.compact_at_files:
+                self.emit(f"compacted {table}: {self.lake.compact(table):,} small files rewritten")
 
     def _run_reported(self, name: str, full_refresh: bool, index: int, total: int) -> ModelRun:
         model = self.project.model(name)

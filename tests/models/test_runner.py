@@ -144,6 +144,36 @@ def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_f
     _assert_metrics_equal(lake, full_lake)
 
 
+def test_a_refresh_compacts_the_small_files_runs_leave_and_incremental_runs_go_on(spark, tmp_path):
+    lake = Lake(tmp_path / "lake")
+    messages: list[str] = []
+    rounds = [BronzeBuilder()]
+    _removals_round_one(rounds[0])
+    rounds[0].write(lake)
+    runner = ModelRunner(spark, lake, variables=AS_OF, emit=messages.append, compact_at_files=2)
+    runner.run_all()
+    for start in (3, 6):
+        rounds.append(_next_round(rounds[-1]))
+        _history(rounds[-1], start)
+        rounds[-1].offset_tombstone("g", "t", 0, at(hours=start + 2, minutes=40))
+        rounds[-1].write(lake)
+        runs = {run.model: run for run in runner.run_all()}
+        # compacting model_runs kept what each model read: the runs stay incremental
+        assert runs["log_offset_state"].mode == runs["offset_removals"].mode == "incremental"
+        assert runs["offset_commit_counts"].mode == "incremental"
+    assert {len(lake.files(table)) for table in ("model_runs", "offset_commit_counts", "offset_removals")} == {1}
+    assert any(message.startswith("compacted offset_commit_counts: 3 small files") for message in messages)
+    assert len(lake.files("offset_commit_records")) == 3  # a source is never compacted
+
+    full_lake = Lake(tmp_path / "full")
+    for part in rounds:
+        part.write(full_lake)
+    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
+    _assert_metrics_equal(lake, full_lake)
+    assert rows_by(lake, "log_offset_state", "group", "topic", "partition") == \
+        rows_by(full_lake, "log_offset_state", "group", "topic", "partition")
+
+
 def test_a_result_whose_columns_differ_from_the_yaml_is_refused(spark, tmp_path):
     project = load_project(write_project(tmp_path / "p", {"mismatch_model": "select 1 as y"}))
     runner = ModelRunner(spark, Lake(tmp_path / "lake"), project=project, emit=lambda line: None)
