@@ -46,8 +46,8 @@ RUNS_TABLE = "model_runs"
 NO_SOURCE = "-"  # the model_runs row of a model that reads no source
 REF_PREFIX = "ref:"  # model_runs rows naming a ref's table version, for ref(..., at_last_run=true)
 INPUTS = "inputs"  # the model_runs row whose version is a fingerprint of everything the result depends on
-# model_runs gains a file per model run and an incremental model's table one per merge; every read
-# opens them all (model_runs is read once per model), so a refresh compacts a table with more.
+# model_runs gains a file per model run and an incremental model's table one per merge, and every
+# read opens them all (model_runs is read once per model run): past this many, they are compacted.
 COMPACT_AT_FILES = 50
 
 
@@ -129,16 +129,7 @@ class ModelRunner:
                             refs.discard(name)
         finally:
             self._pinned_versions = None
-        self._compact([RUNS_TABLE] + [m.name for m in models if m.materialized == "incremental"])
         return [runs[m.name] for m in models]
-
-    def _compact(self, tables: list[str]) -> None:
-        """Compact the tables that runs fill with small files. Never a source: an incremental
-        model must see which files are new, and a compacted source makes its next run full.
-        Older versions keep their files, so a ref read at_last_run still finds its rows."""
-        for table in tables:
-            if self.lake.exists(table) and len(self.lake.files(table)) > self.compact_at_files:
-                self.emit(f"compacted {table}: {self.lake.compact(table):,} small files rewritten")
 
     def _run_reported(self, name: str, full_refresh: bool, index: int, total: int) -> ModelRun:
         model = self.project.model(name)
@@ -181,6 +172,8 @@ class ModelRunner:
                                 f"{_first_line(error)}") from error
         if incremental:
             self.lake.merge(model.name, data)
+            if len(self.lake.files(model.name)) > self.compact_at_files:
+                self._compact(model.name)
         else:
             self.lake.overwrite(model.name, data)
         self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(model.name)
@@ -288,7 +281,15 @@ class ModelRunner:
             "finished_at": [now] * len(entries),
         })
         with self._lock:  # two models finishing together would race for the same Delta version
-            self.lake.append(RUNS_TABLE, row)
+            version = self.lake.append(RUNS_TABLE, row)
+            if version % self.compact_at_files == 0:  # each version since the last compaction added one file
+                self._compact(RUNS_TABLE)
+
+    def _compact(self, table: str) -> None:
+        """Rewrite a table that runs fill with small files. Never a source: an incremental model
+        reads the files new there, and a compacted source would make its next run full. The
+        older versions keep their files, so a ref read at_last_run still finds its rows."""
+        self.emit(f"compacted {table}: {self.lake.compact(table):,} small files rewritten")
 
 
 def _appended_files(lake: Lake, table: str, since_version: int, current: list[str]) -> list[str] | None:
