@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
+# Opening a table reads every commit since its last checkpoint (about 0.4 ms each), and a refresh
+# opens tables some 170 times; Delta's default of a checkpoint every 100 commits made opening
+# model_runs or a bronze table 20-30 ms instead of 5.
+TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+
+
 class Lake:
     """The Delta tables under one root folder (`<root>/<layer>/<table>`)."""
 
@@ -41,7 +47,7 @@ class Lake:
         if not self.exists(name):
             path.parent.mkdir(parents=True, exist_ok=True)
             DeltaTable.create(str(path), schema=spec.schema, partition_by=list(spec.partition_by) or None,
-                              name=spec.name, description=spec.description)
+                              name=spec.name, description=spec.description, configuration=TABLE_PROPERTIES)
         return DeltaTable(str(path))
 
     def append(self, name: str, data: pa.Table) -> int:
@@ -100,10 +106,9 @@ class Lake:
 
     def files(self, name: str, version: int | None = None) -> list[str]:
         """The table's active data files (at `version`, default the latest)."""
-        table = self.table(name)
-        if version is not None:
-            table.load_as_version(version)
-        return table.file_uris()
+        if version is None:
+            return self.table(name).file_uris()
+        return DeltaTable(str(self.path(name)), version=version).file_uris()  # one log read, not two
 
     def spark_read(self, spark: "SparkSession", name: str, files: list[str] | None = None) -> "DataFrame":
         """A Spark DataFrame over the table's active files (or the given subset of them), with the

@@ -255,14 +255,16 @@ class ModelRunner:
             self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(this_view(model.name))
 
     def _to_arrow(self, model: Model, result: "DataFrame") -> pa.Table:
-        declared = [column.name for column in model.columns]
-        produced = result.columns
+        # the columns are checked on the result rather than on the DataFrame: asking Spark for a
+        # DataFrame's columns is one more analysis of the query (a round trip with Spark Connect)
+        data = result.toArrow()
+        declared, produced = [column.name for column in model.columns], data.column_names
         if sorted(declared) != sorted(produced):
             raise ModelRunError(
                 f"model {model.name}: the SQL's columns do not match {model.layer}.yml; "
                 f"missing from the SQL: {sorted(set(declared) - set(produced))}, "
                 f"not declared: {sorted(set(produced) - set(declared))}")
-        return result.select(*[f"`{name}`" for name in declared]).toArrow()
+        return data.select(declared)
 
     def _record(self, model: Model, mode: str, reads: dict[str, _SourceRead], states: dict[str, int],
                 rows: int) -> None:
