@@ -11,7 +11,7 @@ from offsets_platform.cli_args import cluster_and_lake, lake_of
 from offsets_platform.cleanup.cli_plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError
+from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError, serve_spark_connect
 from offsets_platform.settings import Settings
 
 
@@ -72,8 +72,6 @@ def _models(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _spark_server(args: argparse.Namespace, settings: Settings) -> int:
-    from offsets_platform.lake.spark import serve_spark_connect
-
     endpoint = f"sc://{args.host}:{args.port}"
     print(f"starting a Spark Connect server on {endpoint} (Spark master {settings.spark_master}) ...", flush=True)
     serve_spark_connect(args.host, args.port, master=settings.spark_master, on_ready=lambda: print(

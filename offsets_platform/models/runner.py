@@ -179,8 +179,9 @@ class ModelRunner:
         self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(model.name)
         self._record(model, "incremental" if incremental else "full", reads,
                      {**self._states_to_record(model, reads, ref_versions), INPUTS: inputs}, data.num_rows)
-        return ModelRun(model=model.name, mode="incremental" if incremental else "full",
-                        rows_written=data.num_rows, rows_in_table=self.lake.count(model.name),
+        return ModelRun(model=model.name, mode="incremental" if incremental else "full", rows_written=data.num_rows,
+                        # an overwritten table holds exactly the result: no need to count it
+                        rows_in_table=self.lake.count(model.name) if incremental else data.num_rows,
                         seconds=time.monotonic() - started,
                         new_files={t: len(r.new_files) for t, r in reads.items() if r.new_files is not None})
 
@@ -297,12 +298,10 @@ class ModelRunner:
 def _appended_files(lake: Lake, table: str, since_version: int, current: list[str]) -> list[str] | None:
     """Files added since `since_version`, or None when files were also removed (the table was
     rewritten, so only a full run is correct) or that version can no longer be loaded."""
-    try:
-        before = set(lake.files(table, since_version))
-    except Exception:  # delta-rs raises various errors for versions whose log was cleaned up
+    files_then = _files_at(lake, table, since_version)
+    if files_then is None or not set(files_then) <= set(current):
         return None
-    if not before <= set(current):
-        return None
+    before = set(files_then)
     return [uri for uri in current if uri not in before]
 
 
