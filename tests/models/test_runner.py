@@ -53,6 +53,28 @@ def test_an_incremental_run_reads_only_new_files_and_equals_a_full_refresh(spark
     assert again["log_offset_state"].mode == "full"
 
 
+def test_log_offset_state_keeps_each_keys_latest_record_when_log_partitions_share_offsets(spark, tmp_path):
+    # Two groups whose records live in different partitions of __consumer_offsets, at the same
+    # offsets there: a record is identified by its partition and offset, not its offset alone.
+    builder = BronzeBuilder()
+    for offset in (1, 2, 3):
+        builder.commit("a", "t", 0, offset, at(hours=offset))
+    builder._next_offset = 0
+    builder.commit("b", "t", 0, 10, at(hours=1))
+    builder.offset_tombstone("b", "t", 0, at(hours=2))
+    for row in builder.rows["offset_commit_records"][3:]:
+        row["source_partition"] = 1
+    lake = Lake(tmp_path / "lake")
+    builder.write(lake)
+    ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None).run_all(select=["log_offset_state"])
+
+    rows = lake.read_arrow("log_offset_state").to_pylist()
+    assert len(rows) == 2  # one per key
+    latest = {row["group"]: row for row in rows}
+    assert (latest["a"]["committed_offset"], latest["a"]["removed"], latest["a"]["source_offset"]) == (3, False, 2)
+    assert (latest["b"]["removed"], latest["b"]["source_partition"], latest["b"]["source_offset"]) == (True, 1, 1)
+
+
 def _removals_round_one(b: BronzeBuilder) -> None:
     _history(b, 0)
     b.commit("g", "x", 0, 7, at(hours=1, minutes=10))
