@@ -1,6 +1,6 @@
 """A Spark Connect client for tests/lake/test_spark_connect.py, run as its own process: pyspark
 refuses a Spark Connect session in a process that already runs a local Spark, as the test process
-does. Runs every model over the server, then every model's checks, and a broken copy of
+does. Reads the session's settings, runs every model over the server, then every model's checks, and a broken copy of
 group_state through its checks; prints the outcomes as JSON.
 
     python -m tests.lake.connect_client sc://HOST:PORT LAKE_ROOT AS_OF
@@ -22,6 +22,7 @@ from offsets_platform.quality.specs import specs_for_model
 
 def main(endpoint: str, lake_root: str, as_of: str) -> None:
     spark = get_spark(remote=endpoint)
+    settings = {key: spark.conf.get(key) for key in ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone")}
     lake = Lake(lake_root)
     runs = ModelRunner(spark, lake, variables={"as_of": as_of}, emit=lambda line: None).run_all()
     project = default_project()
@@ -35,7 +36,7 @@ def main(endpoint: str, lake_root: str, as_of: str) -> None:
               validate(broken, "group_state", specs_for_model(project.model("group_state"))).outcomes
               if not outcome.success]
     spark.stop()
-    print(json.dumps({"modes": {run.model: run.mode for run in runs}, "checks": checks, "broken_failed": failed}))
+    print(json.dumps({"settings": settings, "modes": {run.model: run.mode for run in runs}, "checks": checks, "broken_failed": failed}))
 
 
 if __name__ == "__main__":
