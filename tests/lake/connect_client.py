@@ -1,7 +1,7 @@
 """A Spark Connect client for tests/lake/test_spark_connect.py, run as its own process: pyspark
 refuses a Spark Connect session in a process that already runs a local Spark, as the test process
-does. Reads the session's settings, runs every model over the server, then every model's checks, and a broken copy of
-group_state through its checks; prints the outcomes as JSON.
+does. Reads the session's settings, runs every model over the server, then every model's checks,
+and a broken copy of group_state through its checks; prints the outcomes as JSON.
 
     python -m tests.lake.connect_client sc://HOST:PORT LAKE_ROOT AS_OF
 """
@@ -36,7 +36,8 @@ def main(endpoint: str, lake_root: str, as_of: str) -> None:
               validate(broken, "group_state", specs_for_model(project.model("group_state"))).outcomes
               if not outcome.success]
     spark.stop()
-    print(json.dumps({"settings": settings, "modes": {run.model: run.mode for run in runs}, "checks": checks, "broken_failed": failed}))
+    print(json.dumps({"settings": settings, "modes": {run.model: run.mode for run in runs}, "checks": checks,
+                      "broken_failed": failed}))
 
 
 if __name__ == "__main__":

@@ -83,7 +83,8 @@ def test_models_and_checks_over_spark_connect_equal_a_local_run(spark, connect_s
     outcome = json.loads(client.stdout.strip().splitlines()[-1])
 
     # the client's session: its own time zone, the server's shuffle partitions (one per core there)
-    assert outcome["settings"] == {"spark.sql.shuffle.partitions": str(os.cpu_count()), "spark.sql.session.timeZone": "UTC"}
+    assert outcome["settings"] == {"spark.sql.shuffle.partitions": str(os.cpu_count()),
+                                   "spark.sql.session.timeZone": "UTC"}
     models = [model.name for model in default_project().models]
     assert set(outcome["modes"]) == set(models) and set(outcome["modes"].values()) == {"full"}
     for name in models:
