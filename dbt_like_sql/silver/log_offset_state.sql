@@ -10,7 +10,8 @@ latest as (
     -- where each key's latest record sits in the log. Two numbers per key make a hash
     -- aggregate; max_by over the whole record made Spark sort every record, which took five
     -- times as long. The semi join below then keeps exactly those records: (source_partition,
-    -- source_offset) identifies a record, and the keys are few enough to broadcast.
+    -- source_offset) identifies a record, and this result (two numbers per key) is small
+    -- enough to broadcast.
     select max_by(source_partition, source_offset) as source_partition, max(source_offset) as source_offset
     from records
     group by `group`, topic, `partition`

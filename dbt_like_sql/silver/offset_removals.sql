@@ -20,13 +20,15 @@ removed_keys as (
 ),
 chain as (
     -- broadcast: a hash lookup per record in place of shuffling and sorting every commit
-    select /*+ BROADCAST(k) */ r.`group`, r.topic, r.`partition`, r.tombstone, r.commit_timestamp, r.expire_timestamp,
+    select /*+ BROADCAST(k) */
+           r.`group`, r.topic, r.`partition`, r.tombstone, r.commit_timestamp, r.expire_timestamp,
            r.source_timestamp, r.source_partition, r.source_offset, false as known_before
     from new_records r
     left semi join removed_keys k on k.`group` = r.`group` and k.topic = r.topic and k.`partition` = r.`partition`
 {% if is_incremental() %}
     union all
-    select /*+ BROADCAST(k) */ s.`group`, s.topic, s.`partition`, s.removed, s.commit_timestamp, s.expire_timestamp,
+    select /*+ BROADCAST(k) */
+           s.`group`, s.topic, s.`partition`, s.removed, s.commit_timestamp, s.expire_timestamp,
            s.record_timestamp, s.source_partition, s.source_offset, true
     from {{ ref('log_offset_state', at_last_run=true) }} s
     left semi join removed_keys k on k.`group` = s.`group` and k.topic = s.topic and k.`partition` = s.`partition`

@@ -90,7 +90,7 @@ def _shuffle_partitions(master: str) -> dict[str, str]:
     Set where the JVM starts, so a Connect server's own cores decide for its clients. The models'
     shuffles are small after the first full refresh, and each map task writes one file per
     partition. Measured side by side on 2 cores, 8 partitions cost an incremental refresh through
-    the server a sixth more CPU than 2, and did not make the 10 M-record full refresh faster.
+    the server a fifth more CPU than 2, and did not make the 10 M-record full refresh faster.
     Other masters keep Spark's default; adaptive execution merges small partitions there.
     """
     match = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master)
