@@ -299,9 +299,11 @@ def _appended_files(lake: Lake, table: str, since_version: int, current: list[st
     """Files added since `since_version`, or None when files were also removed (the table was
     rewritten, so only a full run is correct) or that version can no longer be loaded."""
     files_then = _files_at(lake, table, since_version)
-    if files_then is None or not set(files_then) <= set(current):
+    if files_then is None:
         return None
     before = set(files_then)
+    if not before <= set(current):
+        return None
     return [uri for uri in current if uri not in before]
 
 
