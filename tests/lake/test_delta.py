@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from offsets_platform.lake import TABLES, table_spec
+from offsets_platform.lake import TABLES, Lake, table_spec
 from offsets_platform.lake.tables import RECORD_TABLES
 
 
@@ -52,6 +52,25 @@ def test_merge_upserts_by_the_registered_keys(lake):
     rows = {(r["source_partition"], r["next_offset"]): r["record_count"]
             for r in lake.read_arrow("offsets_topic_checkpoints").to_pylist()}
     assert rows == {(0, 5): 1, (1, 7): 40, (2, 3): 1}
+
+
+def test_a_lake_sees_what_another_writer_committed_since_it_opened_the_table(lake):
+    # the lake keeps tables open between calls; another process's commits must still show
+    lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0], [5]))
+    first_files = lake.files("offsets_topic_checkpoints")
+    Lake(lake.root).append("offsets_topic_checkpoints", checkpoint_rows("r2", [1], [7]))
+    assert lake.version("offsets_topic_checkpoints") == 2
+    assert len(lake.files("offsets_topic_checkpoints")) == 2
+    assert lake.count("offsets_topic_checkpoints") == 2
+    assert lake.files("offsets_topic_checkpoints", 1) == first_files  # an older version, reopened
+
+
+def test_a_lake_merged_into_by_another_writer_reads_the_merged_rows(lake):
+    lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0], [5]))
+    assert lake.read_arrow("offsets_topic_checkpoints")["record_count"].to_pylist() == [1]
+    Lake(lake.root).merge("offsets_topic_checkpoints", checkpoint_rows("r1", [0], [5]).set_column(
+        3, "record_count", pa.array([40], pa.int64())))
+    assert lake.read_arrow("offsets_topic_checkpoints")["record_count"].to_pylist() == [40]
 
 
 def test_a_write_missing_a_column_is_refused_and_writes_nothing(lake):
