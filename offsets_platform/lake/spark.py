@@ -7,10 +7,13 @@ import re
 import signal
 import socket
 import threading
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 from urllib.parse import urlparse
 
 from pyspark.sql import SparkSession
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_CONNECT_PORT = 15002  # Spark Connect's own default
 
@@ -98,6 +101,24 @@ def _shuffle_partitions(master: str) -> dict[str, str]:
         return {}
     cores = match.group(1) or "1"
     return {"spark.sql.shuffle.partitions": str(os.cpu_count() or 1) if cores == "*" else cores}
+
+
+def query_arrow(spark: SparkSession, sql: str) -> "pa.Table":
+    """The result of a query as Arrow, in the types Spark sends it.
+
+    Through Spark Connect, `spark.sql(sql).toArrow()` has the server analyse the query three
+    times: `sql` runs it as a command to learn whether it is one, `toArrow` asks for its schema,
+    then the execution. Here the execution is the only request. That uses two internal classes of
+    the pinned pyspark (a lazy SQL plan, and the fetch under `toArrow`); tests/lake/
+    test_spark_connect.py runs every model through a server. Measured side by side on warm
+    incremental refreshes, it saves about a fifteenth of the server's CPU.
+    """
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+        from pyspark.sql.connect.plan import SQL
+
+        return ConnectDataFrame(SQL(sql), spark)._to_table()[0]
+    return spark.sql(sql).toArrow()
 
 
 def serve_spark_connect(host: str = "127.0.0.1", port: int = DEFAULT_CONNECT_PORT, master: str = "local[*]",

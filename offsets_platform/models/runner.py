@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING, Any, Callable
 import pyarrow as pa
 
 from offsets_platform.lake import Lake
+from offsets_platform.lake.spark import query_arrow
 from offsets_platform.models.project import Model, ModelProject, default_project, register_model_tables_of
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 RUNS_TABLE = "model_runs"
 NO_SOURCE = "-"  # the model_runs row of a model that reads no source
@@ -163,8 +164,7 @@ class ModelRunner:
                 self.lake.spark_read(self.spark, ref, files=files) \
                     .createOrReplaceTempView(at_last_run_view(model.name, ref))
         try:
-            result = self.spark.sql(context.sql)
-            data = self._to_arrow(model, result)
+            data = self._checked_columns(model, query_arrow(self.spark, context.sql))
         except ModelRunError:
             raise
         except Exception as error:  # Spark's analysis and runtime errors: say which model
@@ -255,10 +255,9 @@ class ModelRunner:
         if incremental:
             self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(this_view(model.name))
 
-    def _to_arrow(self, model: Model, result: "DataFrame") -> pa.Table:
-        # the columns are checked on the result rather than on the DataFrame: asking Spark for a
-        # DataFrame's columns is one more analysis of the query (a round trip with Spark Connect)
-        data = result.toArrow()
+    def _checked_columns(self, model: Model, data: pa.Table) -> pa.Table:
+        # checked on the result rather than on the DataFrame: asking Spark for a DataFrame's
+        # columns is one more analysis of the query (a round trip with Spark Connect)
         declared, produced = [column.name for column in model.columns], data.column_names
         if sorted(declared) != sorted(produced):
             raise ModelRunError(
