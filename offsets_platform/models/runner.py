@@ -28,6 +28,7 @@ import json
 import threading
 import time
 import uuid
+import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 
-from offsets_platform.lake import Lake
+from offsets_platform.lake import Lake, table_spec
 from offsets_platform.lake.spark import query_arrow
 from offsets_platform.models.project import Model, ModelProject, default_project, register_model_tables_of
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
@@ -50,6 +51,11 @@ INPUTS = "inputs"  # the model_runs row whose version is a fingerprint of everyt
 # model_runs gains a file per model run and an incremental model's table one per merge, and every
 # read opens them all (model_runs is read once per model run): past this many, they are compacted.
 COMPACT_AT_FILES = 50
+
+# Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows.
+# Kept per session rather than per runner because runners over different lakes may share one.
+_VIEWS: "weakref.WeakKeyDictionary[SparkSession, dict[str, str]]" = weakref.WeakKeyDictionary()
+_VIEWS_LOCK = threading.Lock()
 
 
 class ModelRunError(RuntimeError):
@@ -161,8 +167,7 @@ class ModelRunner:
         self._register_views(model, context.new_only_sources, reads, incremental)
         if incremental:
             for ref, files in states.items():
-                self.lake.spark_read(self.spark, ref, files=files) \
-                    .createOrReplaceTempView(at_last_run_view(model.name, ref))
+                self._view(at_last_run_view(model.name, ref), ref, files)
         try:
             data = self._checked_columns(model, query_arrow(self.spark, context.sql))
         except ModelRunError:
@@ -176,7 +181,7 @@ class ModelRunner:
                 self._compact(model.name)
         else:
             self.lake.overwrite(model.name, data)
-        self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(model.name)
+        self._view(model.name, model.name)
         self._record(model, "incremental" if incremental else "full", reads,
                      {**self._states_to_record(model, reads, ref_versions), INPUTS: inputs}, data.num_rows)
         return ModelRun(model=model.name, mode="incremental" if incremental else "full", rows_written=data.num_rows,
@@ -246,14 +251,29 @@ class ModelRunner:
     def _register_views(self, model: Model, new_only: list[str], reads: dict[str, _SourceRead],
                         incremental: bool) -> None:
         for table, read in reads.items():
-            self.lake.spark_read(self.spark, table, files=read.files).createOrReplaceTempView(table)
+            self._view(table, table, read.files)
         for table in new_only:
-            self.lake.spark_read(self.spark, table, files=reads[table].new_files) \
-                .createOrReplaceTempView(new_rows_view(model.name, table))
+            self._view(new_rows_view(model.name, table), table, reads[table].new_files)
         for ref in model.refs:
-            self.lake.spark_read(self.spark, ref).createOrReplaceTempView(ref)
+            self._view(ref, ref)
         if incremental:
-            self.lake.spark_read(self.spark, model.name).createOrReplaceTempView(this_view(model.name))
+            self._view(this_view(model.name), model.name)
+
+    def _view(self, name: str, table: str, files: list[str] | None = None) -> None:
+        """Make `name` a temporary view of the table's files (default: its latest), unless the
+        session has that view of those files already: models of a refresh read the same sources
+        and refs, and each registration is a round trip and an analysis on a Spark Connect server.
+        A view of the same files shows the same rows: Delta never changes a data file."""
+        files = self.lake.files(table) if files is None else files
+        # the schema too: a view of no files is an empty one with the table's columns
+        shown = hashlib.sha256("\n".join([str(table_spec(table).schema), *files]).encode()).hexdigest()
+        with _VIEWS_LOCK:
+            views = _VIEWS.setdefault(self.spark, {})
+            if views.get(name) == shown:
+                return
+        self.lake.spark_read(self.spark, table, files=files).createOrReplaceTempView(name)
+        with _VIEWS_LOCK:
+            views[name] = shown
 
     def _checked_columns(self, model: Model, data: pa.Table) -> pa.Table:
         # checked on the result rather than on the DataFrame: asking Spark for a DataFrame's

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from offsets_platform.lake import Lake
-from offsets_platform.models import ModelRunError, ModelRunner, load_project
+from offsets_platform.models import ModelRunError, ModelRunner, default_project, load_project
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import rows_by
 from tests.models.test_project import write_project
@@ -51,6 +51,26 @@ def test_an_incremental_run_reads_only_new_files_and_equals_a_full_refresh(spark
     # a full refresh is asked for explicitly
     again = {run.model: run for run in runner.run_all(full_refresh=True)}
     assert again["log_offset_state"].mode == "full"
+
+
+def test_a_refresh_makes_each_view_of_the_same_files_once(spark, tmp_path, monkeypatch):
+    # Models read the same sources and refs, and each view made is a round trip and an analysis
+    # on a Spark Connect server. That two lakes on one session keep their own rows is checked by
+    # the test above.
+    lake = Lake(tmp_path / "lake")
+    builder = BronzeBuilder()
+    _history(builder, 0)
+    builder.write(lake)
+    views_made = []
+    spark_read = Lake.spark_read
+    monkeypatch.setattr(Lake, "spark_read", lambda self, session, name, files=None:
+                        views_made.append(name) or spark_read(self, session, name, files))
+    runs = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None).run_all()
+    sources = {table for model in default_project().models for _, table in model.sources}
+    assert {run.mode for run in runs} == {"full"}
+    assert len(views_made) == len(set(views_made)), views_made  # none made twice
+    # and a view of every table with rows (views of empty tables are alike whatever the lake)
+    assert {name for name in sources | {run.model for run in runs} if lake.files(name)} <= set(views_made)
 
 
 def test_log_offset_state_keeps_each_keys_latest_record_when_log_partitions_share_offsets(spark, tmp_path):
