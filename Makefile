@@ -2,15 +2,24 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
-INSTALLED := $(VENV)/.installed
+PYTHON_INSTALLED := $(VENV)/.installed
+# Apache Kafka's jars (jvm/pom.xml), fetched from Maven Central into the virtual environment,
+# where offsets_platform.kafka.jvm looks for them.
+JARS := $(VENV)/share/offsets-platform/jars
+JARS_INSTALLED := $(VENV)/.jars-installed
+INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED)
 
-.PHONY: demo test bench bench-models ui spark-server validate clean
+.PHONY: demo test bench bench-models ui spark-server broker validate clean
 
-$(INSTALLED): pyproject.toml constraints.txt
+$(PYTHON_INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
-	touch $(INSTALLED)
+	touch $@
+
+$(JARS_INSTALLED): jvm/pom.xml jvm/install
+	bash jvm/install $(JARS)
+	touch $@
 
 demo: $(INSTALLED)  ## the main job on the embedded broker
 	$(BIN)/offsets-platform demo
@@ -39,6 +48,10 @@ ui: $(INSTALLED)  ## the Dagster UI and daemon on http://127.0.0.1:$(UI_PORT), w
 
 spark-server: $(INSTALLED)  ## a long-lived Spark Connect server on sc://127.0.0.1:$(SPARK_CONNECT_PORT) (Ctrl-C stops it)
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/offsets-platform spark-server --port $(SPARK_CONNECT_PORT)
+
+BROKER_PORT ?= 9092
+broker: $(INSTALLED)  ## Apache Kafka on 127.0.0.1:$(BROKER_PORT), data in .offsets_platform/broker (Ctrl-C stops it)
+	$(BIN)/offsets-platform broker --port $(BROKER_PORT)
 
 validate: $(INSTALLED)  ## check the Dagster definitions load
 	$(BIN)/dagster definitions validate -w workspace.yaml

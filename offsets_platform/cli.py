@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import time
 from pathlib import Path
 
 from offsets_platform.cleanup.cli_direct import add_direct_commands
 from offsets_platform.cli_args import cluster_and_lake, lake_of
 from offsets_platform.cleanup.cli_plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
+from offsets_platform.kafka.embedded import DEFAULT_HEAP_MB, PortInUse
 from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.kafka.jvm import KafkaNotInstalled
 from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError, serve_spark_connect
 from offsets_platform.settings import Settings
 
@@ -71,6 +75,41 @@ def _models(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _broker(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.kafka.embedded import EmbeddedBroker
+    from offsets_platform.kafka.jvm import kafka_version
+
+    overrides = dict(args.override or [])
+    data_dir = Path(args.data_dir) if args.data_dir else settings.broker_data_dir
+    broker = EmbeddedBroker(data_dir, port=args.port, overrides=overrides, heap_mb=args.heap_mb)
+    print(f"starting Apache Kafka {kafka_version()} (KRaft, broker and controller in one JVM) on "
+          f"{broker.bootstrap_servers}, data in {broker.data_dir} ...", flush=True)
+    # SIGTERM ends the broker like Ctrl-C does: a controlled shutdown, then exit code 0.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with broker:
+            print(f"ready: {broker.bootstrap_servers}", flush=True)
+            while broker.running:
+                time.sleep(0.5)
+            print(f"error: the broker stopped on its own; see {broker.log_file}", file=sys.stderr)
+            return 1
+    except KeyboardInterrupt:
+        print("stopping the broker ...", flush=True)
+    print("broker stopped", flush=True)
+    return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _key_value(item: str) -> tuple[str, str]:
+    key, separator, value = item.partition("=")
+    if not separator or not key.strip():
+        raise argparse.ArgumentTypeError(f"--override expects KEY=VALUE, got {item!r}")
+    return key.strip(), value.strip()
+
+
 def _spark_server(args: argparse.Namespace, settings: Settings) -> int:
     endpoint = f"sc://{args.host}:{args.port}"
     print(f"starting a Spark Connect server on {endpoint} (Spark master {settings.spark_master}) ...", flush=True)
@@ -112,6 +151,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="offsets.retention.minutes when no snapshot knows the broker's")
     models.set_defaults(run=_models)
 
+    broker = commands.add_parser("broker", help="run Apache Kafka (the embedded broker) in the foreground")
+    broker.add_argument("--port", type=int, default=9092, help="client port on 127.0.0.1 (default 9092)")
+    broker.add_argument("--data-dir", help="the broker's folder (default: $OFFSETS_PLATFORM_HOME/broker)")
+    broker.add_argument("--override", action="append", metavar="KEY=VALUE", type=_key_value,
+                        help="a broker config, for example offsets.retention.minutes=5 (repeatable)")
+    broker.add_argument("--heap-mb", type=int, default=DEFAULT_HEAP_MB, help="the JVM's maximum heap")
+    broker.set_defaults(run=_broker)
+
     server = commands.add_parser("spark-server", help="a long-lived Spark Connect server that refreshes reuse")
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
@@ -123,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
-    except (BrokerUnreachable, PlanError, SparkConnectError) as error:
+    except (BrokerUnreachable, KafkaNotInstalled, PlanError, PortInUse, SparkConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 
