@@ -14,7 +14,8 @@ BRONZE_OFFSETS_TABLES = RECORD_TABLES + (CHECKPOINTS, PENDING)
 @multi_asset(specs=[table_asset_spec(name, "bronze", {"kafka"}) for name in BRONZE_OFFSETS_TABLES],
              can_subset=False)
 def offsets_topic_bronze(context: AssetExecutionContext, kafka: KafkaResource, lake: LakeResource):
-    """Read `__consumer_offsets` from where bronze stops to its end, decode, append to bronze."""
+    """Read `__consumer_offsets` (or the configured topic of its layout) from where bronze stops to
+    its end, decode, append to bronze."""
     the_lake = lake.lake()
     result = ingest_offsets_topic(kafka.connection(), the_lake, emit=context.log.info)
     for name in BRONZE_OFFSETS_TABLES:

@@ -32,6 +32,8 @@ class KafkaResource(ConfigurableResource):
     ssl_cafile: Optional[str] = None
     ssl_certfile: Optional[str] = None
     ssl_keyfile: Optional[str] = None
+    offsets_topic: str = Field(default="", description="the log ingest reads; empty = $OFFSETS_PLATFORM_OFFSETS_TOPIC "
+                               "or __consumer_offsets (another name: a regular topic of the same layout, a mirror)")
 
     _connection: Optional[KafkaConnection] = PrivateAttr(default=None)
 

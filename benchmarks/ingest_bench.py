@@ -109,7 +109,7 @@ def write_without_broker(lake_root: str, records: int) -> float:
             next_offset[partition] += len(rows)
         raw = pa.table([batch["partition"], pa.array(offsets), batch["timestamp"], batch["key"], batch["value"]],
                        schema=RAW_SCHEMA)
-        seconds += timed(lambda: write_batch(lake, raw, result, started, {name: {} for name in RECORD_TABLES}))
+        seconds += timed(lambda: write_batch(lake, raw, result, started, {name: {} for name in RECORD_TABLES}, HISTORY_TOPIC))
     return seconds  # the write path only, not the generator
 
 

@@ -105,7 +105,7 @@ class BronzeFeed:
 def append_raw(lake: Lake, raw: pa.Table, label: str) -> None:
     """Decode and write raw records to bronze exactly as one ingest batch does."""
     write_batch(lake, raw, IngestResult(run_id=f"bench-{label}"), datetime.now(timezone.utc),
-                {name: {} for name in RECORD_TABLES})
+                {name: {} for name in RECORD_TABLES}, HISTORY_TOPIC)
 
 
 def add_snapshots(lake: Lake) -> None:

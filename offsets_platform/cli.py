@@ -6,12 +6,14 @@ import argparse
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from offsets_platform.cleanup.cli_direct import add_direct_commands
 from offsets_platform.cli_args import cluster_and_lake, lake_of
 from offsets_platform.cleanup.cli_plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
+from offsets_platform.ingest.offsets_topic import IngestError
 from offsets_platform.kafka.embedded import DEFAULT_HEAP_MB, PortInUse
 from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.kafka.jvm import KafkaNotInstalled
@@ -34,7 +36,9 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     if target is None:
         return 2
     connection, lake = target
-    print(f"ingesting __consumer_offsets from {connection.describe()} into {lake.root}")
+    if args.offsets_topic:
+        connection = replace(connection, offsets_topic=args.offsets_topic)
+    print(f"ingesting {connection.offsets_topic} from {connection.describe()} into {lake.root}")
     result = ingest_offsets_topic(connection, lake)
     print(f"read {result.records_read:,} records, rejected {result.rejected:,}, in {result.seconds:.1f} s")
     for line in bronze_summary(lake):
@@ -133,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     ingest = commands.add_parser("ingest", help="read __consumer_offsets of a cluster into bronze")
     ingest.add_argument("--bootstrap-server", help="host:port of the cluster")
     ingest.add_argument("--home", help="folder holding the lake")
+    ingest.add_argument("--offsets-topic", help="read this topic instead of __consumer_offsets: a regular topic "
+                        "of the same layout (a mirror, or generated history); default $OFFSETS_PLATFORM_OFFSETS_TOPIC")
     ingest.set_defaults(run=_ingest)
 
     snapshot = commands.add_parser("snapshot", help="append an admin-API snapshot of a cluster to the lake")
@@ -170,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
-    except (BrokerUnreachable, KafkaNotInstalled, PlanError, PortInUse, SparkConnectError) as error:
+    except (BrokerUnreachable, IngestError, KafkaNotInstalled, PlanError, PortInUse, SparkConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Mapping
 
 ENV_PREFIX = "OFFSETS_PLATFORM_"
+OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_HOME = Path(".offsets_platform")
 
 
@@ -28,6 +29,9 @@ class KafkaConnection:
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
+    offsets_topic: str = OFFSETS_TOPIC
+    """The log ingest reads: `__consumer_offsets`, or a regular topic of the same layout (a mirror
+    of another cluster's, or generated coordinator history for tests and benchmarks)."""
 
     @property
     def is_embedded(self) -> bool:
@@ -112,6 +116,7 @@ class Settings:
             ssl_cafile=get("SSL_CAFILE"),
             ssl_certfile=get("SSL_CERTFILE"),
             ssl_keyfile=get("SSL_KEYFILE"),
+            offsets_topic=get("OFFSETS_TOPIC") or OFFSETS_TOPIC,
         )
         return cls(
             kafka=kafka,

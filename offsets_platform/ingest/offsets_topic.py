@@ -1,5 +1,8 @@
 """`__consumer_offsets` into bronze Delta tables, incrementally and exactly once.
 
+The log read is the connection's `offsets_topic`: `__consumer_offsets`, or a regular topic of the
+same layout (a mirror, or generated history). A lake holds the records of one such log only.
+
 Each batch is decoded, then appended to each bronze table in one Delta commit per table, then
 recorded in `offsets_topic_checkpoints`. A run resumes after the last checkpoint. A run killed
 between a table's commit and the checkpoint left that table ahead of the checkpoint; before
@@ -30,6 +33,10 @@ CHECKPOINTS = "offsets_topic_checkpoints"
 PENDING = "pending_offset_commits"
 
 
+class IngestError(RuntimeError):
+    """Ingest refused to start; the message says why and what to do."""
+
+
 @dataclass
 class IngestResult:
     """What one ingest run did."""
@@ -47,12 +54,21 @@ class IngestResult:
         return self.rows_written["rejected_records"]
 
 
-def resume_positions(lake: Lake) -> dict[int, int]:
-    """partition -> next offset to read, from the checkpoints (empty before the first run)."""
+def resume_positions(lake: Lake, topic: str) -> dict[int, int]:
+    """partition -> next offset of `topic` to read, from the checkpoints (empty before the first run).
+
+    Raises:
+        IngestError: the lake holds records of another topic; positions of two logs must not mix.
+    """
     rows = lake.query(
-        f"select source_partition, max(next_offset) as next_offset from {CHECKPOINTS} group by source_partition",
+        f"select source_topic, source_partition, max(next_offset) as next_offset from {CHECKPOINTS} "
+        "group by source_topic, source_partition",
         CHECKPOINTS,
     )
+    others = sorted(set(rows["source_topic"].to_pylist()) - {topic})
+    if others:
+        raise IngestError(f"the lake in {lake.root} holds records of topic {others[0]}, not {topic}: "
+                          "a lake holds one log; give this one another home (--home or OFFSETS_PLATFORM_HOME)")
     return dict(zip(rows["source_partition"].to_pylist(), rows["next_offset"].to_pylist()))
 
 
@@ -75,7 +91,8 @@ def ingest_offsets_topic(
     """Read `__consumer_offsets` from where bronze stops up to its current end, into bronze.
 
     Args:
-        connection: the cluster (its bootstrap address must be set).
+        connection: the cluster (its bootstrap address must be set) and the topic to read
+            (`connection.offsets_topic`).
         lake: where the bronze tables live.
         batch_records: records per decoded batch, and so per Delta commit of each table.
         emit: where progress lines go.
@@ -87,17 +104,18 @@ def ingest_offsets_topic(
 
     Raises:
         BrokerUnreachable: the cluster did not answer; nothing was written for the batch.
+        IngestError: the lake holds another topic's records.
     """
     started = datetime.now(timezone.utc)
     result = IngestResult(run_id=f"{started:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
     with OffsetsTopicReader(connection, batch_records=batch_records) as reader:
         reader.connect()  # a down broker must not leave even empty tables behind
         already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
-        plan = reader.plan(resume_positions(lake))
+        plan = reader.plan(resume_positions(lake, connection.offsets_topic))
         result.resumed_from, result.end_offsets = plan.start, plan.end
-        progress = Progress("ingest __consumer_offsets", plan.records_behind, emit)
+        progress = Progress(f"ingest {connection.offsets_topic}", plan.records_behind, emit)
         for raw in reader.read(plan):
-            write_batch(lake, raw, result, started, already, after_write)
+            write_batch(lake, raw, result, started, already, connection.offsets_topic, after_write)
             progress.advance(raw.num_rows)
     progress.finish()
     # plan.end is where read_committed stops: each partition's last stable offset.
@@ -111,7 +129,8 @@ def ingest_offsets_topic(
 
 
 def write_batch(lake: Lake, raw: pa.Table, result: IngestResult, started: datetime,
-                already: dict[str, dict[int, int]], after_write: Callable[[str], None] | None = None) -> None:
+                already: dict[str, dict[int, int]], topic: str,
+                after_write: Callable[[str], None] | None = None) -> None:
     """Decode one raw batch and append it to every bronze table, then checkpoint it.
 
     Args:
@@ -120,6 +139,7 @@ def write_batch(lake: Lake, raw: pa.Table, result: IngestResult, started: dateti
         result: the run's counters, updated in place.
         started: the run's start, stored as `ingested_at`.
         already: per table, partition -> highest source offset it held when the run started.
+        topic: the topic the batch was read from.
         after_write: called with a table name after each Delta commit.
     """
     tables = bronze_tables(raw, result.run_id, started)
@@ -130,7 +150,7 @@ def write_batch(lake: Lake, raw: pa.Table, result: IngestResult, started: dateti
             result.rows_written[name] += rows.num_rows
         if after_write:
             after_write(name)
-    lake.append(CHECKPOINTS, checkpoint_rows(raw, result.run_id))
+    lake.append(CHECKPOINTS, checkpoint_rows(raw, result.run_id, topic))
     if after_write:
         after_write(CHECKPOINTS)
     result.records_read += raw.num_rows
@@ -175,12 +195,13 @@ def pending_commit_rows(raw: pa.Table, observed_at: datetime) -> pa.Table:
     })
 
 
-def checkpoint_rows(raw: pa.Table, run_id: str) -> pa.Table:
-    """One row per partition in the batch: everything below next_offset is in bronze."""
+def checkpoint_rows(raw: pa.Table, run_id: str, topic: str) -> pa.Table:
+    """One row per partition in the batch: everything of `topic` below next_offset is in bronze."""
     grouped = raw.group_by("source_partition").aggregate([("source_offset", "max"), ("source_offset", "count")])
     count = grouped.num_rows
     return pa.table({
         "ingest_run_id": pa.repeat(pa.scalar(run_id, pa.string()), count),
+        "source_topic": pa.repeat(pa.scalar(topic, pa.string()), count),
         "source_partition": grouped["source_partition"],
         "next_offset": pc.add(grouped["source_offset_max"], 1),
         "record_count": grouped["source_offset_count"],

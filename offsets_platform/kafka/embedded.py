@@ -24,9 +24,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.kafka.jvm import classpath, java, java_command
+from offsets_platform.kafka.jvm import java_command
 
-OFFSETS_TOPIC = "__consumer_offsets"
 BROKER_LOG4J = files("offsets_platform.kafka").joinpath("log4j2-broker.properties")
 DEFAULT_HEAP_MB = 512
 
@@ -260,6 +259,3 @@ def _coordinator_not_ready(error: KafkaException) -> bool:
 def _last_lines(text: str, count: int = 25) -> str:
     return "\n".join(text.rstrip().splitlines()[-count:])
 
-
-__all__ = ["BROKER_DEFAULTS", "BrokerStartFailed", "EmbeddedBroker", "OFFSETS_TOPIC", "PortInUse",
-           "classpath", "free_loopback_port", "java"]

@@ -1,4 +1,4 @@
-"""Reading `__consumer_offsets` with confluent-kafka (librdkafka), in Arrow batches."""
+"""Reading `__consumer_offsets` (or a topic of the same layout) with confluent-kafka, in Arrow batches."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachable
 from offsets_platform.settings import KafkaConnection
-
-OFFSETS_TOPIC = "__consumer_offsets"
 # Records asked of librdkafka per consume() call; several calls make one yielded batch.
 CONSUME_CHUNK = 100_000
+
+LEADER_MOVING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                 KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION}
 
 RAW_SCHEMA = pa.schema(
     [
@@ -40,17 +41,17 @@ class ReadPlan:
 
 
 class OffsetsTopicReader:
-    """Reads committed records of `__consumer_offsets` from given positions up to the end seen at start.
+    """Reads committed records of the connection's offsets topic (`__consumer_offsets` unless
+    configured otherwise) from given positions up to the end seen at start.
 
     Records of open or aborted transactions are never returned (isolation.level=read_committed),
     so a transactional offset commit counts only once its COMMIT marker is written.
     """
 
-    def __init__(self, connection: KafkaConnection, batch_records: int = 250_000, topic: str = OFFSETS_TOPIC,
-                 timeout_s: float = 15.0):
+    def __init__(self, connection: KafkaConnection, batch_records: int = 250_000, timeout_s: float = 15.0):
         self.connection = connection
         self.batch_records = batch_records
-        self.topic = topic
+        self.topic = connection.offsets_topic
         self.timeout_s = timeout_s
         self._consumer: Consumer | None = None
 
@@ -74,11 +75,9 @@ class OffsetsTopicReader:
                 "isolation.level": "read_committed",
                 "enable.partition.eof": True,
                 "auto.offset.reset": "earliest",
-                # Measured on the embedded broker: a larger fetch is the one setting that helps.
+                # A larger fetch is the one setting that helped (measured with the ingest benchmark).
                 "fetch.max.bytes": 64 * 1024 * 1024,
-                # Bounds on what librdkafka prefetches. The embedded broker ignores fetch limits
-                # and sends a partition's whole remainder at once, so there the prefetch still
-                # grows with the topic; brokers that honour them stay within these.
+                # Bounds on what librdkafka prefetches, so memory does not grow with the topic.
                 "queued.max.messages.kbytes": 64 * 1024,
                 "queued.min.messages": 20_000,
             })
@@ -100,13 +99,26 @@ class OffsetsTopicReader:
                                         f"topic {self.topic} is not readable ({topic.error if topic else 'missing'})")
             plan_start, plan_end = {}, {}
             for partition in sorted(topic.partitions):
-                low, high = consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, partition), timeout=self.timeout_s)
+                low, high = self._watermarks(consumer, partition)
                 plan_start[partition] = max(start.get(partition, low), low)
                 plan_end[partition] = high
         except KafkaException as error:
             raise BrokerUnreachable(self.connection.bootstrap_servers, str(error)) from error
         return ReadPlan(plan_start, plan_end)
+
+    def _watermarks(self, consumer: Consumer, partition: int) -> tuple[int, int]:
+        """A partition's log start and end (its last stable offset, as read_committed reads).
+
+        A leader moving or not elected yet (right after a topic was created or a broker restarted)
+        is retried until the timeout; other errors raise at once."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                return consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=self.timeout_s)
+            except KafkaException as error:
+                if error.args[0].code() not in LEADER_MOVING or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def read(self, plan: ReadPlan) -> Iterator[pa.Table]:
         """Yield Arrow batches (RAW_SCHEMA) of up to `batch_records` records until every

@@ -14,7 +14,7 @@ import time
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from offsets_platform.kafka.offsets_topic import OFFSETS_TOPIC, RAW_SCHEMA, messages_to_arrow
+from offsets_platform.kafka.offsets_topic import RAW_SCHEMA, messages_to_arrow
 from offsets_platform.settings import KafkaConnection
 
 
@@ -25,15 +25,16 @@ def read_past_stable_offsets(connection: KafkaConnection, stable_end: dict[int, 
     config.update({"group.id": "offsets-platform-open-transactions", "enable.auto.commit": False,
                    "isolation.level": "read_uncommitted", "enable.partition.eof": True})
     consumer = Consumer(config)
+    topic = connection.offsets_topic
     try:
         ends = {}
         for partition, lso in stable_end.items():
-            _, high = consumer.get_watermark_offsets(TopicPartition(OFFSETS_TOPIC, partition), timeout=timeout_s)
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
             if high > lso:
                 ends[partition] = high
         if not ends:
             return RAW_SCHEMA.empty_table()
-        consumer.assign([TopicPartition(OFFSETS_TOPIC, p, stable_end[p]) for p in sorted(ends)])
+        consumer.assign([TopicPartition(topic, p, stable_end[p]) for p in sorted(ends)])
         tables, pending, deadline = [], set(ends), time.monotonic() + timeout_s
         while pending and time.monotonic() < deadline:
             messages = consumer.consume(num_messages=10_000, timeout=1.0)

@@ -99,6 +99,7 @@ _SPECS = [
         schema=pa.schema(
             [
                 pa.field("ingest_run_id", pa.string(), nullable=False),
+                pa.field("source_topic", pa.string(), nullable=False),
                 pa.field("source_partition", pa.int32(), nullable=False),
                 pa.field("next_offset", pa.int64(), nullable=False),
                 pa.field("record_count", pa.int64(), nullable=False),
@@ -106,8 +107,8 @@ _SPECS = [
             ]
         ),
         keys=("ingest_run_id", "source_partition", "next_offset"),
-        description="One row per ingest batch and partition: every record below next_offset "
-        "is in bronze.",
+        description="One row per ingest batch and partition: every record of source_topic below "
+        "next_offset is in bronze.",
     ),
 ]
 

@@ -2,8 +2,8 @@
 
 `generate` / `generate_batches` simulate a cluster's group coordinator (deterministic from a
 seed); `SCENARIOS` names the stories every run tells; `produce_records` writes the records
-into a broker's `__consumer_offsets` (an unreachable broker raises
-`offsets_platform.kafka.errors.BrokerUnreachable`).
+into a regular topic laid out like `__consumer_offsets` (`create_history_topic`; an unreachable
+broker raises `offsets_platform.kafka.errors.BrokerUnreachable`).
 """
 
 from .coordinator_history import (
@@ -16,11 +16,11 @@ from .coordinator_history import (
     summarize,
 )
 from .partitioning import DEFAULT_PARTITIONS, java_string_hashcode, kafka_abs, partition_for
-from .produce import ProduceResult, produce_records
+from .produce import HISTORY_TOPIC, ProduceResult, create_history_topic, produce_records
 from .scenarios import RETENTION_CHECK_INTERVAL_MS, RETENTION_MS, SCENARIOS, Scenario
 
 __all__ = [
-    "BATCH_SCHEMA", "DEFAULT_PARTITIONS", "KEY_TYPE_NAMES", "RETENTION_CHECK_INTERVAL_MS", "RETENTION_MS",
+    "BATCH_SCHEMA", "DEFAULT_PARTITIONS", "HISTORY_TOPIC", "create_history_topic", "KEY_TYPE_NAMES", "RETENTION_CHECK_INTERVAL_MS", "RETENTION_MS",
     "SCENARIOS", "CoordinatorRecord", "ProduceResult", "Scenario", "default_start_ms", "generate",
     "generate_batches", "java_string_hashcode", "kafka_abs", "partition_for", "produce_records", "summarize",
 ]

@@ -1,4 +1,9 @@
-"""Write generated coordinator records into a broker's `__consumer_offsets` with confluent-kafka.
+"""Write generated coordinator records into a regular topic laid out like `__consumer_offsets`.
+
+A real broker's `__consumer_offsets` belongs to its group coordinator, which writes it and loads
+it (and Kafka refuses produce requests to internal topics from ordinary clients), so generated
+history goes to a topic of its own, HISTORY_TOPIC by default, with as many partitions
+(`create_history_topic`). Ingest reads it when `offsets_topic` names it (a test and mirror option).
 
 Each record goes to its own partition (Kafka's partition for the group) with its simulated
 time as the record timestamp, lz4-compressed and batched (linger.ms 50). The broker must first
@@ -14,11 +19,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachable
+from offsets_platform.settings import OFFSETS_TOPIC
+from offsets_platform.workload.partitioning import DEFAULT_PARTITIONS
 
-OFFSETS_TOPIC = "__consumer_offsets"
+HISTORY_TOPIC = "coordinator-history"
+"""The default topic of generated coordinator history."""
+
+
+def create_history_topic(bootstrap_servers: str, topic: str = HISTORY_TOPIC,
+                         partitions: int = DEFAULT_PARTITIONS, timeout_s: float = 30.0) -> None:
+    """Create a regular topic with the layout of `__consumer_offsets` (its partition count) that
+    keeps every record (no retention, no compaction), unless it exists."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+    wanted = NewTopic(topic, partitions, 1, config={"cleanup.policy": "delete", "retention.ms": "-1",
+                                                     "retention.bytes": "-1"})
+    try:
+        admin.create_topics([wanted], request_timeout=timeout_s)[topic].result(timeout_s)
+    except KafkaException as error:
+        if error.args[0].name() != "TOPIC_ALREADY_EXISTS":
+            raise BrokerUnreachable(bootstrap_servers, f"could not create topic {topic} ({error.args[0]})") from None
 
 
 @dataclass(frozen=True)
@@ -63,7 +85,7 @@ def _give_up(producer: Producer, bootstrap: str, failures: list, detail: str = "
     raise BrokerUnreachable(bootstrap, f"not every record was acknowledged ({reasons})")
 
 
-def produce_records(bootstrap_servers: str, records: Iterable, *, topic: str = OFFSETS_TOPIC,
+def produce_records(bootstrap_servers: str, records: Iterable, *, topic: str = HISTORY_TOPIC,
                     progress: Callable[[int], None] | None = None, progress_every: int = 100_000,
                     connect_timeout_s: float = 10.0, flush_timeout_s: float = 120.0,
                     config: dict | None = None) -> ProduceResult:
@@ -72,7 +94,7 @@ def produce_records(bootstrap_servers: str, records: Iterable, *, topic: str = O
     Args:
         bootstrap_servers: Broker address(es), e.g. "127.0.0.1:9092".
         records: `CoordinatorRecord`s (anything with partition, key, value, timestamp_ms).
-        topic: Target topic (default `__consumer_offsets`).
+        topic: Target topic, a regular topic (default HISTORY_TOPIC; see `create_history_topic`).
         progress: Called with the number of records handed to the client so far, every
             `progress_every` records and once at the end.
         progress_every: Records between progress calls.
@@ -86,8 +108,12 @@ def produce_records(bootstrap_servers: str, records: Iterable, *, topic: str = O
     Raises:
         BrokerUnreachable: the broker did not answer within `connect_timeout_s`, lacks the
             topic, or did not acknowledge every record (message names the address).
-        ValueError: a record's partition does not exist in the topic.
+        ValueError: a record's partition does not exist in the topic, or the topic is
+            `__consumer_offsets`.
     """
+    if topic == OFFSETS_TOPIC:
+        raise ValueError(f"generated history never goes into a real coordinator's {OFFSETS_TOPIC}: write it to a "
+                         f"regular topic (create_history_topic) and ingest that topic")
     started = time.perf_counter()
     partition_count = _partition_count(bootstrap_servers, topic, connect_timeout_s)
     failures: list = []

@@ -1,5 +1,9 @@
-"""`__consumer_offsets` into bronze against the real embedded broker: every record type,
-rejects, resume, read_committed, and exactly-once after runs stopped at every point."""
+"""Coordinator records into bronze against the real embedded broker: every record type, rejects,
+resume, read_committed, and exactly-once after runs stopped at every point.
+
+The records are made by hand, so they go to a regular topic laid out like `__consumer_offsets`
+(tests/ingest/conftest.py); tests/ingest/test_real_coordinator.py reads what Kafka's own
+coordinator writes."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from offsets_platform.codec import encode
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.lake import TABLES, Lake
 from offsets_platform.lake.tables import RECORD_TABLES
-from tests.ingest.conftest import OFFSETS_TOPIC, produce
+from tests.ingest.conftest import produce
 
 T0 = 1_790_000_000_000  # ms
 
@@ -55,9 +59,9 @@ def keys_of(lake: Lake, name: str) -> list[tuple]:
     return sorted(tuple(row.values()) for row in lake.read_arrow(name, columns=list(TABLES[name].keys)).to_pylist())
 
 
-def test_every_record_type_lands_in_its_bronze_table(fresh_connection, lake):
-    delivered = produce(fresh_connection.bootstrap_servers, mixed_records())
-    result = ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
+def test_every_record_type_lands_in_its_bronze_table(mirror_connection, lake):
+    delivered = produce(mirror_connection, mixed_records())
+    result = ingest_offsets_topic(mirror_connection, lake, emit=lambda line: None)
 
     assert result.records_read == 8
     commits = lake.read_arrow("offset_commit_records").sort_by("commit_timestamp").to_pylist()
@@ -90,14 +94,14 @@ def test_every_record_type_lands_in_its_bronze_table(fresh_connection, lake):
     assert result.rejected == 2
 
 
-def test_a_second_run_reads_only_what_is_new(fresh_connection, lake):
-    produce(fresh_connection.bootstrap_servers, mixed_records())
-    ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
-    again = ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
+def test_a_second_run_reads_only_what_is_new(mirror_connection, lake):
+    produce(mirror_connection, mixed_records())
+    ingest_offsets_topic(mirror_connection, lake, emit=lambda line: None)
+    again = ingest_offsets_topic(mirror_connection, lake, emit=lambda line: None)
     assert again.records_read == 0 and sum(again.rows_written.values()) == 0
 
-    produce(fresh_connection.bootstrap_servers, [commit(3, "orders-app", "orders", 0, 150, T0 + 100)])
-    third = ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
+    produce(mirror_connection, [commit(3, "orders-app", "orders", 0, 150, T0 + 100)])
+    third = ingest_offsets_topic(mirror_connection, lake, emit=lambda line: None)
     assert third.records_read == 1 and third.rows_written["offset_commit_records"] == 1
     offsets = keys_of(lake, "offset_commit_records")
     assert len(offsets) == len(set(offsets)) == 5
@@ -115,11 +119,11 @@ class Stop(Exception):
 
 
 @pytest.mark.parametrize("stop_batch,stop_table", STOP_POINTS)
-def test_a_run_stopped_after_any_write_then_rerun_is_exactly_once(fresh_connection, tmp_path, stop_batch, stop_table):
+def test_a_run_stopped_after_any_write_then_rerun_is_exactly_once(mirror_connection, tmp_path, stop_batch, stop_table):
     records = many_records(600) + mixed_records()
-    produce(fresh_connection.bootstrap_servers, records)
+    produce(mirror_connection, records)
     reference = Lake(tmp_path / "reference")
-    ingest_offsets_topic(fresh_connection, reference, batch_records=100, emit=lambda line: None)
+    ingest_offsets_topic(mirror_connection, reference, batch_records=100, emit=lambda line: None)
 
     lake = Lake(tmp_path / "stopped")
     writes = {"n": 0}
@@ -131,8 +135,8 @@ def test_a_run_stopped_after_any_write_then_rerun_is_exactly_once(fresh_connecti
         writes["n"] += 1
 
     with pytest.raises(Stop):
-        ingest_offsets_topic(fresh_connection, lake, batch_records=100, emit=lambda line: None, after_write=stop_at)
-    ingest_offsets_topic(fresh_connection, lake, batch_records=100, emit=lambda line: None)
+        ingest_offsets_topic(mirror_connection, lake, batch_records=100, emit=lambda line: None, after_write=stop_at)
+    ingest_offsets_topic(mirror_connection, lake, batch_records=100, emit=lambda line: None)
 
     for name in RECORD_TABLES:
         assert keys_of(lake, name) == keys_of(reference, name), name
@@ -140,16 +144,17 @@ def test_a_run_stopped_after_any_write_then_rerun_is_exactly_once(fresh_connecti
                                                       "consumer_group_records", "rejected_records")) == len(records)
 
 
-def test_a_killed_process_then_rerun_is_exactly_once(fresh_connection, tmp_path):
+def test_a_killed_process_then_rerun_is_exactly_once(mirror_connection, tmp_path):
     records = many_records(20_000)
-    produce(fresh_connection.bootstrap_servers, records)
+    produce(mirror_connection, records)
     lake_root = tmp_path / "lake"
     script = textwrap.dedent(f"""
         import time
         from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
         from offsets_platform.lake import Lake
         from offsets_platform.settings import KafkaConnection
-        ingest_offsets_topic(KafkaConnection({fresh_connection.bootstrap_servers!r}), Lake({str(lake_root)!r}),
+        ingest_offsets_topic(KafkaConnection({mirror_connection.bootstrap_servers!r},
+                                             offsets_topic={mirror_connection.offsets_topic!r}), Lake({str(lake_root)!r}),
                              batch_records=500, emit=print, after_write=lambda table: time.sleep(0.01))
     """)
     process = subprocess.Popen([sys.executable, "-c", script], cwd=os.getcwd(), start_new_session=True)
@@ -163,18 +168,18 @@ def test_a_killed_process_then_rerun_is_exactly_once(fresh_connection, tmp_path)
     lake = Lake(lake_root)
     partial = lake.count("offset_commit_records")
     assert 0 < partial < len(records), "the kill should land mid-run"
-    ingest_offsets_topic(fresh_connection, lake, batch_records=5_000, emit=lambda line: None)
+    ingest_offsets_topic(mirror_connection, lake, batch_records=5_000, emit=lambda line: None)
     rows = keys_of(lake, "offset_commit_records")
     assert len(rows) == len(set(rows)) == len(records)
 
 
-def test_transactional_records_count_only_after_their_commit(fresh_connection, lake):
-    producer = Producer({"bootstrap.servers": fresh_connection.bootstrap_servers, "transactional.id": "tx-test"})
+def test_transactional_records_count_only_after_their_commit(mirror_connection, lake):
+    producer = Producer({"bootstrap.servers": mirror_connection.bootstrap_servers, "transactional.id": "tx-test"})
     producer.init_transactions(10)
 
     def in_transaction(offset):
         key, value, at = commit(5, "tx-group", "orders", 0, offset, T0 + offset)[1:]
-        producer.produce(OFFSETS_TOPIC, key=key, value=value, partition=5, timestamp=at)
+        producer.produce(mirror_connection.offsets_topic, key=key, value=value, partition=5, timestamp=at)
 
     producer.begin_transaction()
     in_transaction(1)
@@ -186,7 +191,7 @@ def test_transactional_records_count_only_after_their_commit(fresh_connection, l
     in_transaction(3)
     producer.flush(10)
 
-    result = ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
+    result = ingest_offsets_topic(mirror_connection, lake, emit=lambda line: None)
     assert [r["offset"] for r in lake.read_arrow("offset_commit_records").to_pylist()] == [1]
     # the open transaction's commit is known as pending (Kafka never expires such an offset)
     pending = lake.read_arrow("pending_offset_commits").to_pylist()
@@ -194,6 +199,6 @@ def test_transactional_records_count_only_after_their_commit(fresh_connection, l
     assert result.pending_commits == 1
 
     producer.commit_transaction(10)
-    ingest_offsets_topic(fresh_connection, lake, emit=lambda line: None)
+    ingest_offsets_topic(mirror_connection, lake, emit=lambda line: None)
     assert sorted(r["offset"] for r in lake.read_arrow("offset_commit_records").to_pylist()) == [1, 3]
     assert lake.count("pending_offset_commits") == 0
