@@ -1,16 +1,16 @@
 """`make demo`: the main job on the embedded default, start to finish, leaving nothing running.
 
-On a fresh embedded broker:
-1. a history of coordinator records is written into `__consumer_offsets` (the embedded broker
-   keeps that topic empty on its own, so this is what the log-based path reads), and the Dagster
-   `refresh` job runs in process: it ingests the history, takes an admin-API snapshot, and runs
-   every Spark SQL model with its Great Expectations checks;
-2. the live workload starts: real producers and consumer groups (active, slow until retention
-   deletes what it never read, changed subscription, stopped, standalone, Connect); while it
-   runs, the `ingest` job (ingest + snapshot, no Spark) runs every few seconds, so the snapshots
-   follow the cluster as it changes;
-3. more history is written and a last `refresh` ingests only what is new and refreshes the models.
-Then it prints a summary, ends the live members and stops the broker.
+On a fresh Apache Kafka broker started by the project:
+1. the live workload starts: real producers and groups of every kind (classic consumer groups
+   that keep up, fall behind until retention deletes what they never read, change their
+   subscription or stop; KIP-848 groups by topic names and by regular expression; a standalone
+   committer; a transactional committer; a Connect group; a share group and a streams group).
+   Kafka's own group coordinator writes their records into `__consumer_offsets`. While the
+   workload runs, the Dagster `ingest` job (ingest + snapshot, no Spark) runs every few seconds,
+   so the lake follows the cluster as it changes;
+2. then the `refresh` job runs: it ingests what is new, takes a snapshot, runs every Spark SQL
+   model with its Great Expectations checks and proposes a cleanup plan.
+Then it prints a summary and writes the report, ends the live members and stops the broker.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import shutil
 import threading
 import time
-from itertools import islice
 from pathlib import Path
 
 from dagster import DagsterInstance
@@ -27,9 +26,7 @@ from offsets_platform.kafka.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
 from offsets_platform.report import report_path, write_report
 from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
-from offsets_platform.workload.coordinator_history import generate
 from offsets_platform.workload.live import run_live_workload
-from offsets_platform.workload.produce import produce_records
 
 SECONDS_BETWEEN_REFRESHES = 3.0
 
@@ -60,14 +57,13 @@ class _Background:
         return self.result
 
 
-def run_demo(home: Path, records: int = 300_000, seed: int = 7, live_scale: float = 1.0) -> Lake:
+def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
     """Run the demo under `home/demo` (recreated), print what happened, return the lake.
 
     Args:
         home: the folder whose `demo` subfolder holds the broker's data and the lake.
-        records: coordinator records to write into `__consumer_offsets`, in two rounds.
-        seed: seed of both workloads.
-        live_scale: message volume of the live workload (1.0 takes about 15 s).
+        seed: seed of the live workload (message keys, values and counts).
+        live_scale: message volume of the live workload.
     """
     from assets.definitions import defs
 
@@ -78,10 +74,9 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7, live_scale: floa
     lake = Lake(demo_home / "lake")
     job = defs.resolve_job_def("refresh")
     ingest_job = defs.resolve_job_def("ingest")
-    history = generate(seed=seed, records=records)
-    first_round = records * 4 // 5
+    print("starting Apache Kafka (the embedded broker) ...")
     with EmbeddedBroker(demo_home / "broker") as broker, DagsterInstance.ephemeral() as instance:
-        print(f"embedded broker (noida-db) at {broker.bootstrap_servers}, data in {broker.data_dir}")
+        print(f"Apache Kafka at {broker.bootstrap_servers}, data in {broker.data_dir}")
         run_config = {
             "resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
                           "lake": {"config": {"root": str(lake.root)}}},
@@ -95,25 +90,17 @@ def run_demo(home: Path, records: int = 300_000, seed: int = 7, live_scale: floa
                 raise SystemExit(f"the {which.name} job failed ({label})")
             print(f"{label}: {which.name} job done in {time.monotonic() - started:.1f} s")
 
-        def write_history(count: int) -> None:
-            print(f"writing {count:,} coordinator records into __consumer_offsets")
-            produce_records(broker.bootstrap_servers, islice(history, count), progress_every=100_000,
-                            progress=lambda done: print(f"  {done:,} of {count:,} records written"))
-
-        write_history(first_round)
-        refresh("cycle 1 (before the live workload)")
-        print("starting the live workload (real producers and consumer groups)")
+        print("starting the live workload (real producers and groups of every kind)")
         live = _Background(broker.bootstrap_servers, seed, live_scale)
         try:
-            cycle = 1
+            cycle = 0
             while live.running:
                 time.sleep(SECONDS_BETWEEN_REFRESHES)
                 cycle += 1
-                refresh(f"cycle {cycle} (snapshot while the live workload runs)", ingest_job)
+                refresh(f"cycle {cycle} (ingest and snapshot while the live workload runs)", ingest_job)
         finally:
             workload = live.finish()  # waits for it; its own error, if any, is raised here
         try:
-            write_history(records - first_round)
             refresh("final cycle (after the live workload)")
             _print_summary(lake, workload)
         finally:

@@ -14,7 +14,7 @@ from offsets_platform.cli_args import cluster_and_lake, lake_of
 from offsets_platform.cleanup.cli_plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.ingest.offsets_topic import IngestError
-from offsets_platform.kafka.embedded import DEFAULT_HEAP_MB, PortInUse
+from offsets_platform.kafka.embedded import DEFAULT_HEAP_MB, BrokerStartFailed, PortInUse
 from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.kafka.jvm import KafkaNotInstalled
 from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError, serve_spark_connect
@@ -24,7 +24,7 @@ from offsets_platform.settings import Settings
 def _demo(args: argparse.Namespace, settings: Settings) -> int:
     from assets.demo import run_demo
 
-    run_demo(Path(args.home) if args.home else settings.home, records=args.records, seed=args.seed)
+    run_demo(Path(args.home) if args.home else settings.home, seed=args.seed, live_scale=args.scale)
     return 0
 
 
@@ -128,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="offsets-platform", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    demo = commands.add_parser("demo", help="the main job on a fresh embedded broker")
-    demo.add_argument("--records", type=int, default=300_000, help="coordinator records to generate")
-    demo.add_argument("--seed", type=int, default=7)
+    demo = commands.add_parser("demo", help="the main job on a fresh embedded broker (Apache Kafka)")
+    demo.add_argument("--seed", type=int, default=7, help="seed of the live workload")
+    demo.add_argument("--scale", type=float, default=1.0, help="message volume of the live workload")
     demo.add_argument("--home", help="folder for the demo (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
     demo.set_defaults(run=_demo)
 
@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
-    except (BrokerUnreachable, IngestError, KafkaNotInstalled, PlanError, PortInUse, SparkConnectError) as error:
+    except (BrokerStartFailed, BrokerUnreachable, IngestError, KafkaNotInstalled, PlanError, PortInUse,
+            SparkConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -14,8 +14,8 @@ from typing import Iterator
 from offsets_platform.lake import Lake
 from offsets_platform.settings import KafkaConnection, Settings
 
-# A small demo: enough history and live traffic for every table to have rows.
-SMALL_DEMO = {"records": 20_000, "seed": 3, "live_scale": 0.2}
+# A small demo: enough live traffic for every table to have rows.
+SMALL_DEMO = {"seed": 3, "live_scale": 0.2}
 
 
 def demo_home() -> Path:
@@ -44,7 +44,7 @@ def demo_lake() -> Lake:
         print(f"using the demo lake in {lake.root}")
         return lake
     print(f"no finished demo under {home / 'demo'}: running a small demo first "
-          f"({SMALL_DEMO['records']:,} coordinator records, about 2 minutes)")
+          "(real groups on a fresh embedded broker, about 2 minutes)")
     # Imported here, not at the top: the demo runs the Dagster job, and the library stays free of
     # Dagster unless a demo is actually needed (as in offsets_platform.cli).
     from assets.demo import run_demo

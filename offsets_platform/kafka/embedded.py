@@ -23,7 +23,6 @@ from typing import Mapping
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.kafka.jvm import java_command
 
 BROKER_LOG4J = files("offsets_platform.kafka").joinpath("log4j2-broker.properties")
@@ -46,8 +45,12 @@ BROKER_DEFAULTS: dict[str, str] = {
 }
 
 
-class BrokerStartFailed(BrokerUnreachable):
+class BrokerStartFailed(RuntimeError):
     """The embedded broker did not come up; the message ends with the last lines of its log."""
+
+    def __init__(self, bootstrap_servers: str, detail: str):
+        self.bootstrap_servers = bootstrap_servers
+        super().__init__(f"the embedded broker (Apache Kafka) on {bootstrap_servers} did not start: {detail}")
 
 
 class PortInUse(RuntimeError):

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from offsets_platform.lake import Lake
-
-SMALL_DEMO = {"records": 20_000, "seed": 3, "live_scale": 0.2}
+from offsets_platform.notebook import SMALL_DEMO
 
 
 @dataclass(frozen=True)
