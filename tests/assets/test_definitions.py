@@ -9,7 +9,7 @@ from dagster import AssetKey, DagsterInstance
 from assets.definitions import defs
 from offsets_platform.codec import encode
 from offsets_platform.lake import Lake
-from tests.ingest.conftest import produce
+from tests.ingest.conftest import mirror_connection, produce  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,12 +33,15 @@ def test_dagster_validates_the_workspace():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_refresh_job_ingests_through_dagster(broker, tmp_path):
+def test_refresh_job_ingests_through_dagster(mirror_connection, tmp_path):
+    # Hand-made records, so they go to a topic of __consumer_offsets' layout that the kafka
+    # resource's offsets_topic names.
     records = [(4, encode.offset_commit_key("g", "t", p), encode.offset_commit_value(10 + p, 1_790_000_000_000),
                 1_790_000_000_000) for p in range(3)]
-    produce(broker.bootstrap_servers, records)
+    produce(mirror_connection, records)
     lake = Lake(tmp_path / "lake")
-    run_config = {"resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
+    run_config = {"resources": {"kafka": {"config": {"bootstrap_servers": mirror_connection.bootstrap_servers,
+                                                     "offsets_topic": mirror_connection.offsets_topic}},
                                 "lake": {"config": {"root": str(lake.root)}}}}
     with DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def("refresh").execute_in_process(run_config=run_config, instance=instance)
@@ -60,12 +63,12 @@ def test_without_a_bootstrap_address_the_run_uses_and_stops_the_embedded_broker(
 
     def brokers():
         return {p.pid for p in psutil.process_iter(["name", "cmdline"])
-                if "noida-db" in " ".join(p.info["cmdline"] or []) and str(tmp_path) in " ".join(p.info["cmdline"] or [])}
+                if "kafka.Kafka" in (p.info["cmdline"] or []) and str(tmp_path) in " ".join(p.info["cmdline"] or [])}
 
     with DagsterInstance.ephemeral() as instance:
         result = defs.resolve_job_def("refresh").execute_in_process(instance=instance)
     assert result.success
-    assert (tmp_path / "home" / "broker" / "noida-db.log").exists()
+    assert (tmp_path / "home" / "broker" / "server.log").exists()
     assert Lake(tmp_path / "home" / "lake").exists("offsets_topic_checkpoints")
     assert brokers() == set(), "the embedded broker must be stopped after the run"
 

@@ -1,8 +1,9 @@
 """The models end to end on the embedded broker: the live workload's real groups, snapshotted
 every second or so while it runs, then every model run on Spark.
 
-The embedded broker keeps `__consumer_offsets` empty, so here every fact comes from the
-admin-API snapshots (commit times and "Empty since" are the snapshots' bounds).
+Only snapshots are taken here, never ingest, so every fact comes from the admin API as on a
+managed cluster that hides `__consumer_offsets` (commit times and "Empty since" are the
+snapshots' bounds).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.workload.live import run_live_workload
 from tests.models.conftest import rows_by, run_models
 
-RETENTION = timedelta(minutes=10080)  # the embedded broker does not expose offsets.retention.minutes
+RETENTION = timedelta(minutes=10080)  # Kafka's default offsets.retention.minutes, which the broker reports
 
 
 @pytest.fixture(scope="module")

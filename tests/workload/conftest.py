@@ -30,6 +30,6 @@ def closed_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def noida_kafka(broker) -> str:
+def bootstrap(broker) -> str:
     """The bootstrap address of this module's embedded broker (tests/conftest.py)."""
     return broker.bootstrap_servers

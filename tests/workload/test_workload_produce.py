@@ -1,4 +1,4 @@
-"""produce.py against a real embedded broker (noida-db), and against nothing at all."""
+"""produce.py against the real embedded broker (Apache Kafka), and against nothing at all."""
 
 import time
 from collections import defaultdict
@@ -7,19 +7,18 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.workload import generate, produce_records
+from offsets_platform.workload import HISTORY_TOPIC, create_history_topic, generate, produce_records
 
 START_MS = 1_700_000_000_000
-OFFSETS = "__consumer_offsets"
 
 
 def _consume_all(address: str, expected: int, timeout_s: float = 60.0) -> list:
     consumer = Consumer({"bootstrap.servers": address, "group.id": "workload-test-reader",
                          "enable.auto.commit": False, "enable.partition.eof": False})
     try:
-        partitions = consumer.list_topics(OFFSETS, timeout=10).topics[OFFSETS].partitions
-        assert len(partitions) == 50
-        consumer.assign([TopicPartition(OFFSETS, p, 0) for p in partitions])  # no group join, no commits
+        partitions = consumer.list_topics(HISTORY_TOPIC, timeout=10).topics[HISTORY_TOPIC].partitions
+        assert len(partitions) == 50  # the layout of __consumer_offsets
+        consumer.assign([TopicPartition(HISTORY_TOPIC, p, 0) for p in partitions])  # no group join, no commits
         messages, deadline = [], time.monotonic() + timeout_s
         while len(messages) < expected and time.monotonic() < deadline:
             for message in consumer.consume(num_messages=10_000, timeout=1.0):
@@ -31,15 +30,16 @@ def _consume_all(address: str, expected: int, timeout_s: float = 60.0) -> list:
 
 
 @pytest.mark.integration
-def test_produced_records_read_back_identically(noida_kafka):
+def test_produced_records_read_back_identically(bootstrap):
     records = list(generate(7, 5_000, start_ms=START_MS))
     seen = []
-    result = produce_records(noida_kafka, records, progress=seen.append, progress_every=2_000)
+    create_history_topic(bootstrap)
+    result = produce_records(bootstrap, records, progress=seen.append, progress_every=2_000)
     assert (result.records, result.tombstones) == (5_000, sum(r.value is None for r in records))
     assert result.partitions == len({r.partition for r in records})
     assert seen == [2_000, 4_000, 5_000]
 
-    messages = _consume_all(noida_kafka, len(records))
+    messages = _consume_all(bootstrap, len(records))
     assert len(messages) == len(records)
     got, want = defaultdict(list), defaultdict(list)
     for m in messages:
@@ -47,6 +47,11 @@ def test_produced_records_read_back_identically(noida_kafka):
     for r in records:
         want[r.partition].append((r.key, r.value, r.timestamp_ms))
     assert got == want  # same keys, values (tombstones included), timestamps, and order per partition
+
+
+def test_generated_history_never_goes_into_the_coordinators_own_topic(bootstrap):
+    with pytest.raises(ValueError, match="never goes into a real coordinator's __consumer_offsets"):
+        produce_records(bootstrap, generate(1, 10, start_ms=START_MS), topic="__consumer_offsets")
 
 
 def test_unreachable_broker_fails_fast_naming_the_address(closed_port):
