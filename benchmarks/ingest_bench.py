@@ -4,10 +4,13 @@ Reports medians over repeats of:
   1. naive per-record decode (`decode_record` in a loop) and the vectorised `decode_batch`;
   2. decode + bronze writes of generated batches without a broker, in a child process, with
      its peak resident memory at two sizes (everything the project controls);
-  3. raw consumption of `__consumer_offsets` with confluent-kafka and no decoding (the client
-     ceiling on this machine) and broker-to-bronze ingest (`ingest_offsets_topic`), each in a
-     fresh child process, alternating, with the child's peak resident memory, at two topic
-     sizes, so that memory growth with topic size is visible.
+  3. on the embedded Apache Kafka broker: raw consumption with confluent-kafka and no decoding
+     (the client ceiling on this machine) and broker-to-bronze ingest (`ingest_offsets_topic`),
+     each in a fresh child process, alternating, with the child's peak resident memory and the
+     broker's share of the CPU time, at two topic sizes, so that memory growth with topic size is
+     visible. The records are generated coordinator history in a regular topic laid out like
+     `__consumer_offsets` (a real coordinator's own topic is never written to), which ingest
+     reads as its `offsets_topic`.
 
     .venv/bin/python benchmarks/ingest_bench.py [--records 2000000] [--repeats 3]
 """
@@ -24,12 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from offsets_platform.codec import decode_batch, decode_record
 from offsets_platform.kafka.embedded import EmbeddedBroker
 from offsets_platform.workload.coordinator_history import default_start_ms, generate, generate_batches
-from offsets_platform.workload.produce import produce_records
-
-OFFSETS_TOPIC = "__consumer_offsets"
+from offsets_platform.workload.produce import HISTORY_TOPIC, create_history_topic, produce_records
 
 
 def median_rate(records: int, seconds: list[float]) -> float:
@@ -68,7 +71,7 @@ def child(mode: str, bootstrap: str, lake_root: str, records: int) -> None:
 
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-raw", "enable.auto.commit": False,
                              "isolation.level": "read_committed", "fetch.max.bytes": 64 * 1024 * 1024})
-        consumer.assign([TopicPartition(OFFSETS_TOPIC, p, 0) for p in range(50)])
+        consumer.assign([TopicPartition(HISTORY_TOPIC, p, 0) for p in range(50)])
         started, seen = time.perf_counter(), 0
         while seen < records:
             seen += len(consumer.consume(num_messages=100_000, timeout=1.0))
@@ -78,10 +81,12 @@ def child(mode: str, bootstrap: str, lake_root: str, records: int) -> None:
         from offsets_platform.lake import Lake
         from offsets_platform.settings import KafkaConnection
 
-        result = ingest_offsets_topic(KafkaConnection(bootstrap), Lake(lake_root), emit=lambda line: None)
+        result = ingest_offsets_topic(KafkaConnection(bootstrap, offsets_topic=HISTORY_TOPIC), Lake(lake_root),
+                                      emit=lambda line: None)
         assert result.records_read == records, result.records_read
         seconds = result.seconds
-    print(json.dumps({"seconds": seconds, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"seconds": seconds, "peak_mb": usage.ru_maxrss / 1024, "cpu_s": usage.ru_utime + usage.ru_stime}))
 
 
 def write_without_broker(lake_root: str, records: int) -> float:
@@ -121,17 +126,25 @@ def run_child(mode: str, bootstrap: str, lake_root: Path, records: int) -> dict:
 
 def measure_broker(records: int, repeats: int, start_ms: int) -> dict:
     with tempfile.TemporaryDirectory() as scratch, EmbeddedBroker(Path(scratch) / "broker") as broker:
+        create_history_topic(broker.bootstrap_servers)
         produce_records(broker.bootstrap_servers, generate(seed=7, records=records, start_ms=start_ms))
+        broker_process = psutil.Process(broker.pid)
         runs: dict[str, list[dict]] = {"raw": [], "ingest": []}
         for repeat in range(repeats):
             for mode in runs:  # alternating, so both see the same machine
-                runs[mode].append(run_child(mode, broker.bootstrap_servers, Path(scratch) / f"lake-{repeat}", records))
-    raw = median_rate(records, [r["seconds"] for r in runs["raw"]])
-    ingest = median_rate(records, [r["seconds"] for r in runs["ingest"]])
-    return {"records": records, "raw_consume_records_per_s": raw, "ingest_records_per_s": ingest,
-            "ingest_vs_raw_consume": ingest / raw,
-            "raw_consume_peak_mb": statistics.median(r["peak_mb"] for r in runs["raw"]),
-            "ingest_peak_mb": statistics.median(r["peak_mb"] for r in runs["ingest"])}
+                before = sum(broker_process.cpu_times()[:2])
+                run = run_child(mode, broker.bootstrap_servers, Path(scratch) / f"lake-{repeat}", records)
+                run["broker_cpu_s"] = sum(broker_process.cpu_times()[:2]) - before
+                runs[mode].append(run)
+    measured = {"records": records}
+    for mode, name in (("raw", "raw_consume"), ("ingest", "ingest")):
+        measured[f"{name}_records_per_s"] = median_rate(records, [r["seconds"] for r in runs[mode]])
+        measured[f"{name}_peak_mb"] = statistics.median(r["peak_mb"] for r in runs[mode])
+        # the broker's part of the CPU time that the broker and the client spent on the run
+        measured[f"{name}_broker_cpu_share"] = statistics.median(
+            r["broker_cpu_s"] / (r["broker_cpu_s"] + r["cpu_s"]) for r in runs[mode])
+    measured["ingest_vs_raw_consume"] = measured["ingest_records_per_s"] / measured["raw_consume_records_per_s"]
+    return measured
 
 
 def main() -> None:
@@ -164,8 +177,10 @@ def main() -> None:
         measured = measure_broker(records, args.repeats, start_ms)
         results["broker"].append(measured)
         print(f"{records:>10,} records: raw consume {measured['raw_consume_records_per_s']:,.0f}/s "
-              f"(peak {measured['raw_consume_peak_mb']:.0f} MB), ingest {measured['ingest_records_per_s']:,.0f}/s "
-              f"(peak {measured['ingest_peak_mb']:.0f} MB), ingest/raw {measured['ingest_vs_raw_consume']:.0%}")
+              f"(peak {measured['raw_consume_peak_mb']:.0f} MB, broker {measured['raw_consume_broker_cpu_share']:.0%} "
+              f"of the CPU), ingest {measured['ingest_records_per_s']:,.0f}/s (peak {measured['ingest_peak_mb']:.0f} MB, "
+              f"broker {measured['ingest_broker_cpu_share']:.0%} of the CPU), "
+              f"ingest/raw {measured['ingest_vs_raw_consume']:.0%}")
     write_results(results, Path(args.out))
 
 

@@ -45,6 +45,7 @@ from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import RECORD_TABLES
 from offsets_platform.workload.coordinator_history import generate_batches
 from offsets_platform.workload.partitioning import DEFAULT_PARTITIONS
+from offsets_platform.workload.produce import HISTORY_TOPIC
 
 TARGETS_S = {"full": 60.0, "incremental": 10.0}
 BATCH = 250_000  # ingest's default batch_records: one Delta commit per table per batch, as ingest makes
