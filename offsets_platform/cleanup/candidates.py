@@ -5,9 +5,10 @@
   lag alerts lie.
 - DeleteGroups (KIP-229) for groups Empty, without members, for longer than `idle_hours`.
 
-Never an offset of a topic a member subscribes to, never a group with members: the project
-enforces this itself, because the embedded broker does not refuse OffsetDelete on subscribed
-topics the way Kafka does.
+Never an offset of a topic a member subscribes to, never a group with members. Kafka would refuse
+such an action when applied (GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP), but a plan that holds
+one could never be applied as approved; leaving them out keeps every approved action applicable
+and the reviewer's list free of actions that are unsafe by design.
 """
 
 from __future__ import annotations

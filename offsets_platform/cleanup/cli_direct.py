@@ -29,9 +29,10 @@ def add_direct_commands(subparsers: argparse._SubParsersAction) -> None:
     offsets.add_argument("--group", required=True, help="the consumer group")
     offsets.add_argument("--topic", required=True, action="append", type=_topic_argument, metavar="TOPIC[:P,P]",
                          help="topic, or topic:0,1 for some partitions (repeatable); a topic alone means "
-                              "every partition the group committed")
+                              "every partition of the topic")
     offsets.add_argument("--force", action="store_true",
-                         help="send even for topics live members subscribe to (Kafka itself still refuses)")
+                         help="send even for topics live members subscribe to (the broker then answers "
+                              "GROUP_SUBSCRIBED_TO_TOPIC for each partition it knows is subscribed)")
     offsets.set_defaults(run=_delete_offsets)
 
     groups = subparsers.add_parser(
@@ -82,5 +83,6 @@ def _run_audited(args: argparse.Namespace, settings: Settings, call, audit_rows)
 
 
 def _print(lines: list[str]) -> None:
-    # Kafka's tool prints errors to stdout too; a failure shows in the exit status.
+    # Kafka's tool prints errors to stdout too. Unlike it (it exits 0 either way), a failure or a
+    # refusal shows in the exit status, so scripts can tell.
     print("\n".join(lines), flush=True)

@@ -1,23 +1,29 @@
 """The direct cleanup commands, mirroring kafka-consumer-groups.sh --delete-offsets and --delete.
 
-Unlike Kafka's tool, delete-offsets checks the group's live subscriptions itself before sending
-anything: Kafka refuses OffsetDelete on a subscribed topic (GROUP_SUBSCRIBED_TO_TOPIC, KIP-496)
-but some brokers speaking the protocol (noida-db) accept it and silently drop the offsets of a
-group that is consuming. It also checks the requested topics and partitions against the cluster
-metadata, for the same reason: noida-db answers OffsetDelete for an unknown topic or partition
-with success where Kafka answers UNKNOWN_TOPIC_OR_PARTITION.
+Output follows Kafka's own ConsumerGroupCommand (the Java tool of Kafka 4.x) line by line: for
+--delete-offsets a verdict line (`Request succeeded for deleting offsets from group G.`, or
+`Error: ...` after a blank line), a blank line, then the `TOPIC  PARTITION  STATUS` table (topic
+column as wide as the longest topic and at least 15, `%-10s %-15s` after it) with "-" as the
+partition of a topic whose partitions could not be listed; for --delete the "Deletion of
+requested consumer groups (...)" lines. The deliberate differences:
 
-Output follows the Scala ConsumerGroupCommand of Kafka 2.x: the `%-30s %-15s %-15s` table with
-"Not Provided" for a topic-level error, and the "Deletion of requested consumer groups (...)"
-lines. A group-level OffsetDelete error is the one line `Error: Deletion of offsets failed due
-to: ...` (KAFKA_SEMANTICS.md's reference; Kafka 2.7 prints its own sentence per error, then the
-table). Where Kafka prints a Java exception (`org.apache.kafka.common.errors.
-GroupNotEmptyException: The group is not empty.`) these print Kafka's error name instead
-(`NON_EMPTY_GROUP: The group is not empty.`). Kafka 3.7+ (the Java tool) changed the widths and
-prints "-" for a missing partition; the 2.x layout is the reference mirrored here.
+- delete-offsets refuses, before sending anything, a request naming a topic the group's live
+  members subscribe to, unless --force. Kafka refuses OffsetDelete for such a topic itself
+  (GROUP_SUBSCRIBED_TO_TOPIC, KIP-496) and Kafka's tool sends it anyway; refusing first keeps a
+  mixed request from deleting the other topics' offsets and says in one message which members
+  use which topic. With --force the request goes out and the broker's answers are printed.
+- A failed row names the error as Kafka's error name and message (`Error: NON_EMPTY_GROUP: The
+  group is not empty.`) where Kafka's tool prints the Java exception (`Error: org.apache.kafka.
+  common.errors.GroupNotEmptyException: The group is not empty.`).
+- The exit status is 1 when anything failed or was refused; Kafka's tool exits 0 either way.
+- A topic that cannot be listed (unknown) makes the verdict the partition-level error even when
+  the partitions that were sent succeeded; Kafka's tool then says "Request succeeded".
+- Rows are sorted by topic, then partition number; Kafka's tool sorts by the text topic +
+  partition (so `t10` before `t2`). The failed groups of --delete are listed in the order asked;
+  Kafka's tool lists them in no particular order.
 
 Every outcome becomes one `cleanup_audit` row: 'deleted' and 'failed' for what the broker
-answered, 'skipped' for what was not sent (refused here, or unknown to the cluster).
+answered, 'skipped' for what was not sent (refused here, or a topic the cluster does not list).
 """
 
 from __future__ import annotations
@@ -37,12 +43,19 @@ from offsets_platform.kafka.admin_calls import SnapshotAdminClient, error_name
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import TABLES
 
-NOT_PROVIDED = "Not Provided"
-TABLE_FORMAT = "%-30s %-15s %-15s"  # Kafka's ConsumerGroupCommand.deleteOffsets
+NOT_PROVIDED = "-"  # Kafka's tool: the partition column of a topic it could not list
+MIN_TOPIC_WIDTH = 15  # Kafka's ConsumerGroupCommand.deleteOffsets: "%-<max(15, longest)>s %-10s %-15s"
+PARTITION_LEVEL_VERDICT = "Encountered some partition-level error, see the follow-up details."
 OFFSET_DELETE, DELETE_GROUPS = "OffsetDelete", "DeleteGroups"
 DELETED, FAILED, SKIPPED = "deleted", "failed", "skipped"
-UNKNOWN_TOPIC = error_name(Errors.UnknownTopicOrPartitionError.errno)
 SUBSCRIBED = error_name(Errors.GroupSubscribedToTopicError.errno)
+# Kafka's tool prints the error's own message for these whole-request errors ...
+GROUP_LEVEL_ERRORS = frozenset(error_name(e.errno) for e in (
+    Errors.InvalidGroupIdError, Errors.GroupIdNotFoundError, Errors.GroupAuthorizationFailedError,
+    Errors.NonEmptyGroupError))
+# ... and one sentence for these per-partition ones; any other error is "some unknown error".
+PARTITION_LEVEL_ERRORS = frozenset(error_name(e.errno) for e in (
+    Errors.GroupSubscribedToTopicError, Errors.TopicAuthorizationFailedError, Errors.UnknownTopicOrPartitionError))
 
 
 @dataclass(frozen=True)
@@ -99,15 +112,16 @@ class OffsetRow:
 
 @dataclass(frozen=True)
 class DeleteOffsetsResult:
-    """What delete-offsets did: one row per partition or unknown topic, and why it stopped early.
+    """What delete-offsets did: one row per partition or unlisted topic, and why it stopped early.
 
-    `group_error` is set when the broker refused the whole request (or the group could not be
-    read); `refusal` when this command refused to send it.
+    `group_error` (Kafka's error name) and `group_message` are set when the broker refused the
+    whole request or the group could not be read; `refusal` when this command refused to send it.
     """
 
     group: str
     rows: list[OffsetRow]
     group_error: str | None = None
+    group_message: str | None = None
     refusal: str | None = None
 
     @property
@@ -115,35 +129,52 @@ class DeleteOffsetsResult:
         return self.group_error is None and self.refusal is None and all(r.outcome == DELETED for r in self.rows)
 
     def report(self) -> list[str]:
-        """The lines to print: one error line, or Kafka's table."""
+        """The lines to print: the refusal, or Kafka's verdict line and table."""
         if self.refusal:
-            return [f"Error: {self.refusal}"]
-        if self.group_error:
-            return [f"Error: Deletion of offsets failed due to: {self.group_error}"]
+            return ["", f"Error: {self.refusal}"]
         ordered = sorted(self.rows, key=lambda row: (row.topic, -1 if row.partition is None else row.partition))
-        return [TABLE_FORMAT % ("TOPIC", "PARTITION", "STATUS")] + [
-            TABLE_FORMAT % (row.topic, NOT_PROVIDED if row.partition is None else row.partition, row.status)
+        width = max([MIN_TOPIC_WIDTH] + [len(row.topic) for row in ordered])
+        line = f"%-{width}s %-10s %-15s"
+        table = [line % ("TOPIC", "PARTITION", "STATUS")] + [
+            line % (row.topic, NOT_PROVIDED if row.partition is None else row.partition, row.status)
             for row in ordered]
+        return self._verdict() + [""] + table
+
+    def _verdict(self) -> list[str]:
+        failed = [row for row in self.rows if row.outcome != DELETED]
+        if self.group_error is None and not failed:
+            return [f"Request succeeded for deleting offsets from group {self.group}."]
+        error = self.group_error or failed[0].error
+        if error in GROUP_LEVEL_ERRORS:
+            text = self.group_message or failed[0].message or error
+        elif error in PARTITION_LEVEL_ERRORS:
+            text = PARTITION_LEVEL_VERDICT
+        else:
+            text = f"Encountered some unknown error: {error}"
+        return ["", f"Error: {text}"]
 
 
 def run_delete_offsets(admin: SnapshotAdminClient, group: str, topics: list[TopicRequest],
                        force: bool = False) -> DeleteOffsetsResult:
     """Delete the group's committed offsets of the requested topics: all checks first, then one OffsetDelete.
 
-    A topic without partitions means the partitions the group has committed offsets for; when it
-    has none, every partition of the topic (as Kafka's tool does, so a rerun succeeds again).
-    Without `force`, nothing is sent when live members subscribe to any requested topic.
+    A topic without partitions means every partition of the topic, from the cluster metadata (as
+    Kafka's tool does); a topic the metadata does not list gets one row, not sent. Partitions
+    named explicitly are sent as they are: the broker answers UNKNOWN_TOPIC_OR_PARTITION for one
+    that does not exist. Without `force`, nothing is sent when live members subscribe to any
+    requested topic.
 
     Raises:
         BrokerUnreachable: the cluster did not answer before anything was sent.
     """
+    unlisted = [t.topic for t in topics if t.partitions is None]
+    partitions, rows = _resolve(topics, topic_metadata(admin, unlisted))
     try:
         live = live_group(admin, group)
     except GroupCallError as error:
-        rows = [OffsetRow(t.topic, p, SKIPPED, error.error, error.message, "not sent: reading the group failed")
-                for t in topics for p in (t.partitions or (None,))]
-        return DeleteOffsetsResult(group, rows, group_error=_error_text(error.error, error.message))
-    partitions, rows = _resolve(topics, live, topic_metadata(admin, [t.topic for t in topics]))
+        rows += [OffsetRow(topic, partition, SKIPPED, error.error, error.message, "not sent: reading the group failed")
+                 for topic, partition in partitions]
+        return DeleteOffsetsResult(group, rows, group_error=error.error, group_message=error.message)
     in_use = _subscribed_topics(live, {topic for topic, _ in partitions})
     if in_use and not force:
         refusal = _refusal(group, live, in_use)
@@ -154,8 +185,8 @@ def run_delete_offsets(admin: SnapshotAdminClient, group: str, topics: list[Topi
     outcomes = delete_offsets(admin, group, partitions)
     rows += [_offset_row(outcome, outcome.topic in in_use, live) for outcome in outcomes]
     group_level = next((o for o in outcomes if o.group_level), None)
-    return DeleteOffsetsResult(group, rows,
-                               group_error=_error_text(group_level.error, group_level.message) if group_level else None)
+    return DeleteOffsetsResult(group, rows, group_error=group_level.error if group_level else None,
+                               group_message=group_level.message if group_level else None)
 
 
 @dataclass(frozen=True)
@@ -173,7 +204,7 @@ class DeleteGroupsResult:
         deleted = ", ".join(f"'{o.group}'" for o in self.outcomes if o.ok)
         if self.ok:
             return [f"Deletion of requested consumer groups ({deleted}) was successful."]
-        lines = ["Error: Deletion of some consumer groups failed:"] + [
+        lines = ["", "Error: Deletion of some consumer groups failed:"] + [
             f"* Group '{o.group}' could not be deleted due to: {_error_text(o.error, o.message)}"
             for o in self.outcomes if not o.ok]
         if deleted:
@@ -219,29 +250,20 @@ def record_audit(lake: Lake, rows: pa.Table) -> None:
         lake.append("cleanup_audit", rows)
 
 
-def _resolve(topics: list[TopicRequest], live: LiveGroupState,
-             metadata: TopicMetadata) -> tuple[list[tuple[str, int]], list[OffsetRow]]:
-    """The partitions to send, and rows for what cannot be sent (topics or partitions the cluster lacks)."""
+def _resolve(topics: list[TopicRequest], metadata: TopicMetadata) -> tuple[list[tuple[str, int]], list[OffsetRow]]:
+    """The partitions to send, and a row for each topic named without partitions that the
+    cluster metadata does not list (Kafka's tool does not send those either)."""
     partitions: list[tuple[str, int]] = []
     rows: list[OffsetRow] = []
-    unknown_partition = error_message(Errors.UnknownTopicOrPartitionError.errno)
     for request in topics:
-        if request.topic in metadata.errors:
+        if request.partitions is not None:
+            partitions += [(request.topic, partition) for partition in request.partitions]
+        elif request.topic in metadata.errors:
             code = metadata.errors[request.topic]
-            rows += [OffsetRow(request.topic, p, SKIPPED, error_name(code), error_message(code),
-                               "not sent: the cluster metadata has no such topic")
-                     for p in (request.partitions or (None,))]
-            continue
-        existing = metadata.partitions[request.topic]
-        wanted = request.partitions
-        if wanted is None:
-            wanted = sorted(p for t, p in live.committed_offsets if t == request.topic) or sorted(existing)
-        for partition in wanted:
-            if partition in existing:
-                partitions.append((request.topic, partition))
-            else:
-                rows.append(OffsetRow(request.topic, partition, SKIPPED, UNKNOWN_TOPIC, unknown_partition,
-                                      "not sent: the topic has no such partition"))
+            rows.append(OffsetRow(request.topic, None, SKIPPED, error_name(code), error_message(code),
+                                  "not sent: the cluster metadata does not list this topic"))
+        else:
+            partitions += [(request.topic, partition) for partition in sorted(metadata.partitions[request.topic])]
     return list(dict.fromkeys(partitions)), rows
 
 
@@ -259,9 +281,11 @@ def _refusal(group: str, live: LiveGroupState, topics: set[str]) -> str:
     why = (f"its {live.member_count} live member(s) subscribe to {names}" if live.subscribed_topics is not None
            else f"it has {live.member_count} live member(s) whose subscriptions cannot be read "
                 f"(protocol type '{live.protocol_type}', state {live.state}), so {names} may be in use")
-    return (f"Refusing to delete offsets of group '{group}': {why}. Kafka refuses this with "
-            f"{SUBSCRIBED} (KIP-496) but some brokers do not, and deleting the offsets of a group "
-            f"that is consuming makes it restart from auto.offset.reset. Nothing was sent. "
+    # Kafka would refuse these partitions one by one (GROUP_SUBSCRIBED_TO_TOPIC) and still delete
+    # the other topics of the request; nothing is sent, so a request is all or nothing.
+    return (f"Refusing to delete offsets of group '{group}': {why}. Deleting the offsets of a group "
+            f"that is consuming would make it restart from auto.offset.reset, and Kafka answers "
+            f"{SUBSCRIBED} (KIP-496) for a topic it knows is subscribed. Nothing was sent. "
             f"Leave these topics out, or add --force to send the request anyway.")
 
 
@@ -269,6 +293,9 @@ def _offset_row(outcome: PartitionOutcome, forced: bool, live: LiveGroupState) -
     note = (f"--force: sent although the group has {live.member_count} live member(s) that may consume this topic"
             if forced else None)
     if outcome.ok:
+        # Kafka answers OffsetDelete without error for a partition the group never committed.
+        if (outcome.topic, outcome.partition) not in live.committed_offsets:
+            note = "; ".join(filter(None, (note, "the group had no committed offset here")))
         return OffsetRow(outcome.topic, outcome.partition, DELETED, note=note)
     return OffsetRow(outcome.topic, outcome.partition, FAILED, outcome.error, outcome.message, note)
 

@@ -2,7 +2,7 @@
 
 - `live_group`: DescribeGroups + OffsetFetch of all partitions (KIP-88), to know before deleting
   anything whether live members subscribe to a topic.
-- `topic_metadata`: Metadata, to know which requested topics and partitions exist.
+- `topic_metadata`: Metadata, for the partitions of a topic named without any (as Kafka's tool).
 - `delete_offsets`: one OffsetDelete (KIP-496) for one group, sent to its coordinator.
 - `delete_groups`: DeleteGroups (KIP-229), one request per coordinator.
 
@@ -11,8 +11,8 @@ per partition or per group, including the ones the broker refused. A connection 
 broker answered a delete is an outcome too (the deletion may or may not have happened), while a
 connection lost during the read-only `live_group` raises `BrokerUnreachable`.
 
-Error names are Kafka's (`GROUP_SUBSCRIBED_TO_TOPIC`, `NON_EMPTY_GROUP`, ...), messages are the
-error's description, as Kafka's own tools print them.
+Error names are Kafka's (`GROUP_SUBSCRIBED_TO_TOPIC`, `NON_EMPTY_GROUP`, ...), messages are Kafka's
+own default message of the error (its `Errors` enum), as Kafka's tools print them.
 
 The admin client is the project's `SnapshotAdminClient` (see `offsets_platform.kafka.admin_calls`).
 """
@@ -101,10 +101,25 @@ class GroupCallError(Exception):
         super().__init__(f"group {group!r}: {error}: {message}")
 
 
+# Kafka's default message of the errors a cleanup meets (Errors in kafka-clients 4.3.1), where
+# kafka-python's description is prose of its own; Kafka's tools print these.
+KAFKA_MESSAGES = {
+    Errors.UnknownTopicOrPartitionError.errno: "This server does not host this topic-partition.",
+    Errors.CoordinatorLoadInProgressError.errno: "The coordinator is loading and hence can't process requests.",
+    Errors.CoordinatorNotAvailableError.errno: "The coordinator is not available.",
+    Errors.NotCoordinatorError.errno: "This is not the correct coordinator.",
+    Errors.InvalidGroupIdError.errno: "The group id is invalid.",
+    Errors.TopicAuthorizationFailedError.errno: "Topic authorization failed.",
+    Errors.GroupAuthorizationFailedError.errno: "Group authorization failed.",
+}
+
+
 def error_message(error: BaseException | int | type) -> str:
-    """Kafka's description of a broker error (a code, kafka-python's class or exception), e.g.
+    """Kafka's message of a broker error (a code, kafka-python's class or exception), e.g.
     "The group is not empty."; for an error raised on this side, the exception's own text."""
     error_type = Errors.for_code(error) if isinstance(error, int) else error if isinstance(error, type) else type(error)
+    if issubclass(error_type, Errors.BrokerResponseError) and error_type.errno in KAFKA_MESSAGES:
+        return KAFKA_MESSAGES[error_type.errno]
     if issubclass(error_type, Errors.BrokerResponseError) and error_type.description:
         return error_type.description
     return str(error)
@@ -126,8 +141,9 @@ def live_group(admin: SnapshotAdminClient, group: str) -> LiveGroupState:
     except CALL_ERRORS as error:
         raise GroupCallError(group, error_name(error), error_message(error)) from error
     if described is None or described["error_code"] == Errors.GroupIdNotFoundError.errno:
-        # Kafka before DescribeGroups v6 (and noida-db) answers an unknown group with state Dead
-        # and no error; v6 answers GROUP_ID_NOT_FOUND. Both mean the same here.
+        # Kafka 4 answers DescribeGroups (v6) for a group it does not know, or that is Dead, with
+        # GROUP_ID_NOT_FOUND; brokers before DescribeGroups v6 with state Dead and no error.
+        # Both mean the same here: nothing to protect, and OffsetDelete will say GROUP_ID_NOT_FOUND.
         return LiveGroupState(group, DEAD, "", 0, frozenset(), offsets)
     if described["error_code"]:
         code = described["error_code"]

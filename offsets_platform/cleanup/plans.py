@@ -90,7 +90,9 @@ def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HO
 
 
 def check_safe(actions: list[PlannedAction], groups: dict[str, dict], subscriptions: dict[str, set[str]]) -> None:
-    """The rules a plan never breaks, whatever the broker would accept."""
+    """The rules a plan never breaks. Kafka itself refuses both when applied (GROUP_SUBSCRIBED_TO_TOPIC,
+    NON_EMPTY_GROUP); checking them here fails the plan with a clear message instead of storing
+    actions that no approval could make applicable."""
     for action in actions:
         if action.action == OFFSET_DELETE and action.topic in subscriptions.get(action.group, set()):
             raise PlanError(f"unsafe: {action.describe()}: a live member of {action.group} subscribes to "

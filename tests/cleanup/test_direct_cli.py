@@ -1,8 +1,9 @@
-"""`offsets-platform delete-offsets` / `delete-groups` against the real embedded broker (noida-db).
+"""`offsets-platform delete-offsets` / `delete-groups` against the embedded Apache Kafka broker.
 
 Each test makes its own groups with real confluent-kafka consumers, runs the command as the CLI
 does, and checks three things: the broker's state afterwards, the printed output (exactly), and
-the cleanup_audit rows.
+the cleanup_audit rows. The output is Kafka's tool's layout (see test_side_by_side_kafka_tool.py
+for the two run side by side).
 """
 
 from __future__ import annotations
@@ -19,14 +20,20 @@ from tests.cleanup.direct_helpers import (
     ORDERS, PAYMENTS, audit_rows, commit, empty_group, join_group, run_cli, standalone_commit,
 )
 
-HEADER = "TOPIC                          PARTITION       STATUS         "
-UNKNOWN = ("Error: UNKNOWN_TOPIC_OR_PARTITION: "
-           "This request is for a topic or partition that does not exist on this broker.")
+HEADER = "TOPIC           PARTITION  STATUS         "
+UNKNOWN = "Error: UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition."
+SUBSCRIBED = ("Error: GROUP_SUBSCRIBED_TO_TOPIC: "
+              "Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it.")
+PARTITION_LEVEL = ["", "Error: Encountered some partition-level error, see the follow-up details.", ""]
 
 
 def row(topic: str, partition, status: str) -> str:
-    """One table row in Kafka's `%-30s %-15s %-15s`."""
-    return "%-30s %-15s %-15s" % (topic, partition, status)
+    """One table row as Kafka's tool prints it when no topic is longer than 15: `%-15s %-10s %-15s`."""
+    return "%-15s %-10s %-15s" % (topic, partition, status)
+
+
+def succeeded(group: str) -> list[str]:
+    return [f"Request succeeded for deleting offsets from group {group}.", ""]
 
 
 @pytest.fixture
@@ -48,11 +55,13 @@ def test_delete_offsets_deletes_prints_kafkas_table_and_audits(bootstrap, admin,
 
     assert status == 0
     assert out == [
-        "TOPIC                          PARTITION       STATUS         ",
-        "orders                         0               Successful     ",
-        "orders                         1               Successful     ",
-        "orders                         2               Successful     ",
-        "payments                       1               Successful     ",
+        "Request succeeded for deleting offsets from group stale-app.",
+        "",
+        "TOPIC           PARTITION  STATUS         ",
+        "orders          0          Successful     ",
+        "orders          1          Successful     ",
+        "orders          2          Successful     ",
+        "payments        1          Successful     ",
     ]
     assert committed_offsets(admin, "stale-app") == {(PAYMENTS, 0): 4}
     audit = audit_rows(home, "stale-app")
@@ -76,29 +85,30 @@ def test_delete_offsets_of_a_subscribed_topic_is_refused_unless_forced(bootstrap
         status, out, _ = run_cli(command("delete-offsets", bootstrap, home, "--group", "busy-app",
                                       "--topic", ORDERS, "--topic", PAYMENTS), capsys)
         assert status == 1
-        assert out == [
+        assert out == ["", (
             "Error: Refusing to delete offsets of group 'busy-app': its 1 live member(s) subscribe to 'orders'. "
-            "Kafka refuses this with GROUP_SUBSCRIBED_TO_TOPIC (KIP-496) but some brokers do not, and deleting "
-            "the offsets of a group that is consuming makes it restart from auto.offset.reset. Nothing was sent. "
-            "Leave these topics out, or add --force to send the request anyway."]
+            "Deleting the offsets of a group that is consuming would make it restart from auto.offset.reset, "
+            "and Kafka answers GROUP_SUBSCRIBED_TO_TOPIC (KIP-496) for a topic it knows is subscribed. "
+            "Nothing was sent. Leave these topics out, or add --force to send the request anyway.")]
         assert committed_offsets(admin, "busy-app") == committed
-        refused = audit_rows(home, "busy-app")
+        refused = sorted(audit_rows(home, "busy-app"), key=lambda r: (r["topic"], r["partition"]))
         assert [(r["topic"], r["partition"], r["outcome"], r["error"]) for r in refused] == [
             (ORDERS, 0, "skipped", "GROUP_SUBSCRIBED_TO_TOPIC"), (ORDERS, 1, "skipped", "GROUP_SUBSCRIBED_TO_TOPIC"),
-            (PAYMENTS, 0, "skipped", None)]
+            (ORDERS, 2, "skipped", "GROUP_SUBSCRIBED_TO_TOPIC"), (PAYMENTS, 0, "skipped", None),
+            (PAYMENTS, 1, "skipped", None)]
         assert refused[0]["detail"].startswith("not sent: Refusing to delete offsets of group 'busy-app'")
-        assert refused[2]["detail"] == "not sent: the request named subscribed topics"
+        assert refused[3]["detail"] == "not sent: the request named subscribed topics"
 
-        # noida-db deviation: with --force the broker deletes them; Kafka would answer
-        # GROUP_SUBSCRIBED_TO_TOPIC per partition and the table would show that error.
+        # With --force the request goes out, and Kafka itself refuses the subscribed partition.
         status, out, _ = run_cli(command("delete-offsets", bootstrap, home, "--group", "busy-app",
                                       "--topic", f"{ORDERS}:0", "--force"), capsys)
-        assert (status, out) == (0, [HEADER, row(ORDERS, 0, "Successful")])
-        assert committed_offsets(admin, "busy-app") == {(ORDERS, 1): 2, (PAYMENTS, 0): 3}
-        forced = audit_rows(home, "busy-app")[3:]
+        assert (status, out) == (1, PARTITION_LEVEL + [HEADER, row(ORDERS, 0, SUBSCRIBED)])
+        assert committed_offsets(admin, "busy-app") == committed
+        forced = audit_rows(home, "busy-app")[5:]
         assert [(r["topic"], r["partition"], r["outcome"], r["error"]) for r in forced] == \
-            [(ORDERS, 0, "deleted", None)]
-        assert forced[0]["detail"].startswith("--force: sent although the group has 1 live member(s)")
+            [(ORDERS, 0, "failed", "GROUP_SUBSCRIBED_TO_TOPIC")]
+        assert forced[0]["detail"].startswith("Deleting offsets of a topic is forbidden")
+        assert "--force: sent although the group has 1 live member(s)" in forced[0]["detail"]
     finally:
         consumer.close()
 
@@ -107,7 +117,9 @@ def test_delete_offsets_of_an_unknown_group_is_a_group_level_error(bootstrap, ho
     status, out, _ = run_cli(command("delete-offsets", bootstrap, home, "--group", "never-existed",
                                   "--topic", f"{ORDERS}:0,2"), capsys)
     assert status == 1
-    assert out == ["Error: Deletion of offsets failed due to: GROUP_ID_NOT_FOUND: The group id does not exist."]
+    assert out == ["", "Error: The group id does not exist.", "", HEADER,
+                   row(ORDERS, 0, "Error: GROUP_ID_NOT_FOUND: The group id does not exist."),
+                   row(ORDERS, 2, "Error: GROUP_ID_NOT_FOUND: The group id does not exist.")]
     assert [(r["topic"], r["partition"], r["outcome"], r["error"], r["detail"]) for r in audit_rows(home)] == [
         (ORDERS, 0, "failed", "GROUP_ID_NOT_FOUND", "The group id does not exist."),
         (ORDERS, 2, "failed", "GROUP_ID_NOT_FOUND", "The group id does not exist.")]
@@ -115,28 +127,33 @@ def test_delete_offsets_of_an_unknown_group_is_a_group_level_error(bootstrap, ho
 
 def test_delete_offsets_reports_unknown_topics_and_partitions_per_row(bootstrap, admin, home, capsys):
     standalone_commit(bootstrap, "typo-app", {(ORDERS, 0): 1, (ORDERS, 1): 1})
-    # noida-db answers OffsetDelete for these with success (Kafka: UNKNOWN_TOPIC_OR_PARTITION), so
-    # the command checks the metadata first and never sends them: the same table on both.
+    # A topic named without partitions needs the metadata to list them (as in Kafka's tool, an
+    # unknown one is a "-" row, not sent); named partitions go to the broker, which answers
+    # UNKNOWN_TOPIC_OR_PARTITION for those that do not exist.
     status, out, _ = run_cli(command("delete-offsets", bootstrap, home, "--group", "typo-app", "--topic", "ordres",
                                   "--topic", "ordres2:0", "--topic", f"{ORDERS}:7,0"), capsys)
     assert status == 1
-    assert out == [HEADER, row(ORDERS, 0, "Successful"), row(ORDERS, 7, UNKNOWN),
-                   row("ordres", "Not Provided", UNKNOWN), row("ordres2", 0, UNKNOWN)]
+    assert out == PARTITION_LEVEL + [HEADER, row(ORDERS, 0, "Successful"), row(ORDERS, 7, UNKNOWN),
+                                     row("ordres", "-", UNKNOWN), row("ordres2", 0, UNKNOWN)]
     assert committed_offsets(admin, "typo-app") == {(ORDERS, 1): 1}
     audit = sorted(audit_rows(home, "typo-app"), key=lambda r: (r["topic"], r["partition"] or -1))
     assert [(r["topic"], r["partition"], r["outcome"], r["error"]) for r in audit] == [
-        (ORDERS, 0, "deleted", None), (ORDERS, 7, "skipped", "UNKNOWN_TOPIC_OR_PARTITION"),
+        (ORDERS, 0, "deleted", None), (ORDERS, 7, "failed", "UNKNOWN_TOPIC_OR_PARTITION"),
         ("ordres", None, "skipped", "UNKNOWN_TOPIC_OR_PARTITION"),
-        ("ordres2", 0, "skipped", "UNKNOWN_TOPIC_OR_PARTITION")]
-    assert audit[2]["detail"].endswith("not sent: the cluster metadata has no such topic")
+        ("ordres2", 0, "failed", "UNKNOWN_TOPIC_OR_PARTITION")]
+    assert audit[2]["detail"].endswith("not sent: the cluster metadata does not list this topic")
 
 
 def test_delete_offsets_of_a_topic_without_committed_offsets_sends_all_its_partitions(bootstrap, home, capsys):
-    # As Kafka's tool does: a rerun after a successful deletion succeeds again.
-    standalone_commit(bootstrap, "rerun-app", {(ORDERS, 0): 1})
+    # As Kafka's tool does: a topic alone means all its partitions, and Kafka answers without
+    # error for a partition the group never committed (so a rerun succeeds again).
+    standalone_commit(bootstrap, "rerun-app", {(ORDERS, 0): 1, (PAYMENTS, 1): 4})
     status, out, _ = run_cli(command("delete-offsets", bootstrap, home, "--group", "rerun-app",
                                   "--topic", PAYMENTS), capsys)
-    assert (status, out) == (0, [HEADER, row(PAYMENTS, 0, "Successful"), row(PAYMENTS, 1, "Successful")])
+    assert (status, out) == (0, succeeded("rerun-app") + [
+        HEADER, row(PAYMENTS, 0, "Successful"), row(PAYMENTS, 1, "Successful")])
+    assert {(r["partition"], r["outcome"], r["detail"]) for r in audit_rows(home, "rerun-app")} == {
+        (0, "deleted", "the group had no committed offset here"), (1, "deleted", None)}
 
 
 def test_delete_groups_deletes_empty_groups_and_reports_kafkas_errors(bootstrap, admin, home, capsys):
@@ -147,6 +164,7 @@ def test_delete_groups_deletes_empty_groups_and_reports_kafkas_errors(bootstrap,
                                       "--group", "running-app", "--group", "ghost-app"), capsys)
         assert status == 1
         assert out == [
+            "",
             "Error: Deletion of some consumer groups failed:",
             "* Group 'running-app' could not be deleted due to: NON_EMPTY_GROUP: The group is not empty.",
             "* Group 'ghost-app' could not be deleted due to: GROUP_ID_NOT_FOUND: The group id does not exist.",

@@ -1,7 +1,8 @@
-"""The cleanup's Kafka calls against the real embedded broker (noida-db), groups made by real clients.
+"""The cleanup's Kafka calls against the embedded Apache Kafka broker, groups made by real clients.
 
-Where noida-db answers differently from Kafka the test asserts what noida-db does and names the
-difference ("noida-db deviation"), so a change in either shows up here.
+The answers asserted here are Kafka's own (its group coordinator's), so the tests also pin the
+facts the commands rely on: GROUP_SUBSCRIBED_TO_TOPIC for a subscribed topic, UNKNOWN_TOPIC_OR_PARTITION
+for a partition that does not exist, INVALID_GROUP_ID for an empty group id in OffsetDelete.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 from offsets_platform.cleanup.kafka_calls import (
     DEAD, delete_groups, delete_offsets, live_group, topic_metadata,
 )
-from offsets_platform.workload.live.clients import committed_offsets
+from offsets_platform.workload.live.clients import committed_offsets, describe_groups_raw
 from tests.cleanup.direct_helpers import (
     ORDERS, PAYMENTS, commit, empty_group, join_group, standalone_commit,
 )
@@ -45,7 +46,10 @@ def test_live_group_of_empty_standalone_and_unknown_groups(admin, bootstrap):
     standalone = live_group(admin, "calls-standalone")
     assert (standalone.state, standalone.protocol_type, standalone.member_count) == ("Empty", "", 0)
     assert standalone.committed_offsets == {(ORDERS, 2): 5}
-    # Like Kafka before DescribeGroups v6: an unknown group is "Dead" with no error.
+    # Kafka 4 answers DescribeGroups for a group it does not know with GROUP_ID_NOT_FOUND (and
+    # state Dead); live_group reads that as Dead, like the no-error Dead of older brokers.
+    raw = describe_groups_raw(admin, ["calls-never-existed"])["calls-never-existed"]
+    assert (raw["error_code"], raw["state"], raw["members"]) == (69, "Dead", [])
     unknown = live_group(admin, "calls-never-existed")
     assert (unknown.state, unknown.member_count, unknown.committed_offsets) == (DEAD, 0, {})
     assert not unknown.exists
@@ -73,27 +77,35 @@ def test_delete_offsets_returns_a_group_level_error_on_every_partition(admin):
         (1, "GROUP_ID_NOT_FOUND", "The group id does not exist.", True)]
 
 
-def test_noida_deviation_offset_delete_on_a_subscribed_topic_succeeds(admin, live_member):
-    # Kafka answers GROUP_SUBSCRIBED_TO_TOPIC (KIP-496) for a topic a live member subscribes to;
-    # noida-db deletes the offset. This is why the commands check subscriptions themselves.
-    [outcome] = delete_offsets(admin, "calls-live", [(ORDERS, 1)])
-    assert outcome.error is None
-    assert (ORDERS, 1) not in committed_offsets(admin, "calls-live")
+def test_offset_delete_on_a_subscribed_topic_is_refused_per_partition_by_kafka(admin, live_member):
+    # KIP-496: the coordinator refuses the partitions of a topic a member subscribes to and
+    # deletes the others of the same request.
+    outcomes = delete_offsets(admin, "calls-live", [(ORDERS, 1), (PAYMENTS, 0)])
+    assert [(o.topic, o.partition, o.error, o.message, o.group_level) for o in outcomes] == [
+        (ORDERS, 1, "GROUP_SUBSCRIBED_TO_TOPIC",
+         "Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it.", False),
+        (PAYMENTS, 0, None, None, False)]
+    assert committed_offsets(admin, "calls-live") == {(ORDERS, 0): 2, (ORDERS, 1): 3}
 
 
-def test_noida_deviation_offset_delete_of_an_unknown_topic_or_partition_succeeds(admin, bootstrap):
-    # Kafka answers UNKNOWN_TOPIC_OR_PARTITION; noida-db answers no error. The commands check the
-    # cluster metadata before sending for that reason.
+def test_offset_delete_of_an_unknown_topic_or_partition_is_unknown_topic_or_partition(admin, bootstrap):
     standalone_commit(bootstrap, "calls-typo", {(ORDERS, 0): 1})
-    outcomes = delete_offsets(admin, "calls-typo", [("calls-no-such-topic", 0), (ORDERS, 9)])
-    assert [o.error for o in outcomes] == [None, None]
+    outcomes = delete_offsets(admin, "calls-typo", [("calls-no-such-topic", 0), (ORDERS, 9), (ORDERS, 0)])
+    assert [(o.partition, o.error, o.message, o.group_level) for o in outcomes] == [
+        (0, "UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.", False),
+        (9, "UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.", False),
+        (0, None, None, False)]
+    assert committed_offsets(admin, "calls-typo") == {}
 
 
-def test_noida_deviation_empty_group_id_is_group_id_not_found(admin):
-    # Kafka answers INVALID_GROUP_ID for an empty group id, in OffsetDelete and DeleteGroups alike.
+def test_an_empty_group_id_is_invalid_for_offset_delete_and_not_found_for_delete_groups(admin):
+    # OffsetDelete refuses an empty group id as a whole (INVALID_GROUP_ID); DeleteGroups of Kafka
+    # 4.1+ accepts the empty id (only a null one is INVALID_GROUP_ID) and finds no such group.
     [offsets] = delete_offsets(admin, "", [(ORDERS, 0)])
     [group] = delete_groups(admin, [""])
-    assert (offsets.error, offsets.group_level, group.error) == ("GROUP_ID_NOT_FOUND", True, "GROUP_ID_NOT_FOUND")
+    assert (offsets.error, offsets.message, offsets.group_level) == \
+        ("INVALID_GROUP_ID", "The group id is invalid.", True)
+    assert (group.error, group.message) == ("GROUP_ID_NOT_FOUND", "The group id does not exist.")
 
 
 def test_delete_groups_answers_per_group_in_the_order_asked(admin, bootstrap, live_member):
