@@ -28,7 +28,8 @@ test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium first wh
 	bash .ci/install-chromium
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest
 
-bench: $(INSTALLED)  ## decode and ingest speed and memory, side by side (writes benchmarks/results/)
+bench: $(INSTALLED)  ## the embedded broker's start and memory; decode and ingest speed and memory, side by side (writes benchmarks/results/)
+	$(BIN)/python benchmarks/broker_bench.py
 	$(BIN)/python benchmarks/ingest_bench.py
 
 bench-models: $(INSTALLED)  ## full and incremental model refresh time and memory over 10M records (writes benchmarks/results/)
