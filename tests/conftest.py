@@ -1,4 +1,4 @@
-"""Shared fixtures: a real embedded broker and a real local SparkSession."""
+"""Shared fixtures: a real embedded broker (Apache Kafka) and a real local SparkSession."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    """A fresh noida-db broker per test module (it starts in well under a second)."""
+    """A fresh Apache Kafka broker per test module (it starts in about 4-6 s)."""
     with EmbeddedBroker(tmp_path_factory.mktemp("broker")) as running:
         yield running
 
