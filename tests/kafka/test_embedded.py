@@ -129,3 +129,23 @@ def test_reader_on_a_down_broker_fails_with_the_address(tmp_path):
     reader = OffsetsTopicReader(KafkaConnection(bootstrap_servers=f"127.0.0.1:{port}"), timeout_s=2)
     with pytest.raises(BrokerUnreachable, match=f"127.0.0.1:{port}"):
         reader.plan({})
+
+
+def test_a_broker_whose_starter_is_killed_stops_too(tmp_path):
+    # SIGKILL leaves the starting process no chance to clean up; the broker must still go.
+    script = ("import sys, time\n"
+              "from offsets_platform.kafka.embedded import EmbeddedBroker\n"
+              f"broker = EmbeddedBroker({str(tmp_path / 'b')!r}).start()\n"
+              "print(broker.pid, flush=True)\n"
+              "time.sleep(600)\n")
+    starter = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        broker_pid = int(starter.stdout.readline())
+        assert psutil.pid_exists(broker_pid)
+    finally:
+        starter.kill()
+        starter.wait()
+    deadline = time.monotonic() + 60
+    while psutil.pid_exists(broker_pid) and psutil.Process(broker_pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the broker outlived the process that started it"
+        time.sleep(0.2)
