@@ -7,7 +7,7 @@ import time
 import pytest
 
 from offsets_platform.ingest.snapshots import snapshot_cluster
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.kafka.embedded import EmbeddedBroker, free_loopback_port
 from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.lake.tables import SNAPSHOT_TABLES
 from offsets_platform.settings import KafkaConnection
@@ -61,7 +61,9 @@ def test_one_snapshot_is_one_commit_per_table_every_row_with_its_id(two_groups, 
             assert not lake.exists(name)  # nothing to append, so no empty commit either
     states = {row["group"]: row["state"] for row in lake.read_arrow("group_snapshots").to_pylist()}
     assert states == {"done": "Empty", "reader": "Stable"}
-    assert lake.read_arrow("broker_configs").to_pylist()[0]["offsets_retention_source"] in ("broker", "fallback")
+    [broker] = lake.read_arrow("broker_configs").to_pylist()
+    # Kafka's default, read from the broker with DescribeConfigs
+    assert (broker["offsets_retention_minutes"], broker["offsets_retention_source"]) == (10080, "broker")
     assert len(lines) == 1 and result.snapshot_id in lines[0] and "2 groups (1 members)" in lines[0]
 
 
@@ -83,14 +85,15 @@ def test_two_snapshots_append_two_ids_with_their_own_counts(two_groups, lake):
     assert dict(zip(ends["snapshot_id"], ends["log_end_offset"])) == {first.snapshot_id: 2, second.snapshot_id: 7}
 
 
-def test_offsets_retention_fallback_is_the_configured_one(two_groups, lake):
-    snapshot_cluster(two_groups, lake, offsets_retention_fallback_minutes=1440, emit=lambda line: None)
+def test_offsets_retention_is_the_brokers_configured_value_not_the_fallback(tmp_path, lake):
+    # A broker started with its own offsets.retention.minutes: the snapshot stores what the broker
+    # answers to DescribeConfigs, and the fallback (for clusters that do not expose it) is unused.
+    with EmbeddedBroker(tmp_path / "broker", overrides={"offsets.retention.minutes": "42"}) as broker:
+        assert broker_offsets_retention(broker.bootstrap_servers) == 42
+        snapshot_cluster(KafkaConnection(bootstrap_servers=broker.bootstrap_servers), lake,
+                         offsets_retention_fallback_minutes=1440, emit=lambda line: None)
     [row] = lake.read_arrow("broker_configs").to_pylist()
-    exposed = broker_offsets_retention(two_groups.bootstrap_servers)
-    if exposed is None:  # noida: its broker configs do not include offsets.retention.minutes
-        assert (row["offsets_retention_minutes"], row["offsets_retention_source"]) == (1440, "fallback")
-    else:
-        assert (row["offsets_retention_minutes"], row["offsets_retention_source"]) == (exposed, "broker")
+    assert (row["offsets_retention_minutes"], row["offsets_retention_source"]) == (42, "broker")
 
 
 def test_unreachable_cluster_is_named_and_the_lake_is_untouched(lake):
