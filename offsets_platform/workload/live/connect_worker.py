@@ -99,10 +99,12 @@ class ConnectWorker:
         return self.coordinator.ensure_active_group(timeout_ms=timeout_ms)
 
     def tick(self) -> None:
-        """What a worker's poll loop does: show liveness and rejoin if the group rebalances."""
-        self.coordinator.poll_heartbeat()
+        """What a worker's poll loop does: show liveness, and join, or rejoin when the group
+        rebalances (briefly: the next tick resumes a join that has not completed)."""
         if self.coordinator.need_rejoin():
-            self.join(timeout_ms=100)
+            self.join(timeout_ms=50)
+        else:
+            self.coordinator.poll_heartbeat()
 
     @property
     def generation(self) -> int:

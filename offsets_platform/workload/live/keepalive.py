@@ -1,10 +1,11 @@
 """Keeping Stable groups Stable after the run: one background thread polls their members.
 
-A classic group is Stable only while it has live members, and librdkafka / kafka-python
-members must keep polling (max.poll.interval.ms) as well as heartbeating. `KeepAlive.stop()`
-ends the thread, then closes every member (LeaveGroup), so the groups go Empty; it is
-idempotent, and also runs at interpreter exit so no member is left behind (noida-db never
-expires a member that vanishes without LeaveGroup).
+A group is Stable only while it has live members, and librdkafka / kafka-python members must
+keep polling (max.poll.interval.ms) as well as heartbeating. The share consumer and the streams
+app are Java processes that poll on their own. `KeepAlive.stop()` ends the thread, closes every
+member (LeaveGroup, or a heartbeat with epoch -1 for KIP-848) and stops the Java processes, so
+the groups go Empty at once rather than when Kafka expires their sessions (10 s for these classic
+members, 45 s by default for the others); it is idempotent, and also runs at interpreter exit.
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ import atexit
 import threading
 
 from .connect_worker import ConnectWorker
+from .jvm_members import JvmMembers
 from .members import LiveConsumer
 
 POLL_INTERVAL_S = 0.2
 
 
 class KeepAlive:
-    def __init__(self, committing: list[LiveConsumer], idle: list[LiveConsumer], workers: list[ConnectWorker]):
+    def __init__(self, committing: list[LiveConsumer], idle: list[LiveConsumer], workers: list[ConnectWorker],
+                 jvms: JvmMembers | None = None):
         """committing: members that keep consuming and committing what arrives (they keep up);
-        idle: members that only stay in their group (e.g. paused); workers: Connect workers."""
-        self.committing, self.idle, self.workers = list(committing), list(idle), list(workers)
+        idle: members that only stay in their group (e.g. paused); workers: Connect workers;
+        jvms: the Java members, stopped with the rest."""
+        self.committing, self.idle, self.workers, self.jvms = list(committing), list(idle), list(workers), jvms
         self.errors: list[str] = []
         self._stop_event = threading.Event()
         self._lock = threading.Lock()
@@ -31,7 +35,7 @@ class KeepAlive:
 
     @property
     def running(self) -> bool:
-        return self._thread.is_alive()
+        return self._thread.is_alive() or (self.jvms is not None and self.jvms.running)
 
     def start(self) -> "KeepAlive":
         atexit.register(self.stop)
@@ -62,6 +66,9 @@ class KeepAlive:
         if self._thread.is_alive():
             self._thread.join(timeout=30)
         close_all([*self.committing, *self.idle, *self.workers], self.errors)
+        if self.jvms is not None:
+            self.jvms.stop()
+            self.errors += self.jvms.errors
         atexit.unregister(self.stop)
 
 

@@ -30,7 +30,24 @@ _SHAPES = {  # topic -> (key entity, how many distinct keys, the value's fields)
         "debit_cents": r.randint(0, 1_000_000), "credit_cents": r.randint(0, 1_000_000)}),
     "s3-sink-input": ("device", 200, lambda r: {
         "reading": round(r.uniform(-20.0, 45.0), 3), "battery": r.randint(1, 100)}),
+    "payments": ("merchant", 500, lambda r: {
+        "amount_cents": r.randint(100, 250_000), "method": r.choice(("card", "sepa", "wallet"))}),
+    "clickstream-web": ("visitor", 900, lambda r: {
+        "path": r.choice(("/", "/cart", "/search", "/checkout")), "ms_on_page": r.randint(100, 60_000)}),
+    "clickstream-app": ("device", 700, lambda r: {
+        "screen": r.choice(("home", "basket", "profile")), "taps": r.randint(1, 30)}),
+    "fx-rates": ("pair", 12, lambda r: {
+        "rate": round(r.uniform(0.5, 2.0), 5), "source": r.choice(("ecb", "fed", "boe"))}),
+    "alerts": ("host", 50, lambda r: {
+        "severity": r.choice(("warning", "critical")), "check": r.choice(("disk", "cpu", "latency"))}),
 }
+
+_WORDS = ("kafka", "stream", "group", "offset", "commit", "topic", "partition", "broker", "record", "lag")
+"""WordCountDemo counts the words of plain text lines, so its input is plain text."""
+
+
+def _text_line(rng: random.Random) -> bytes:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 8))).encode()
 
 
 def message_count(spec: TopicSpec, scale: float, rng: random.Random) -> int:
@@ -38,10 +55,15 @@ def message_count(spec: TopicSpec, scale: float, rng: random.Random) -> int:
 
 
 def tick_messages(seed: int, scale: float, topic: str, tick: int) -> list[tuple[bytes, bytes]]:
-    """The (key, value) pairs produced to `topic` at `tick`, in produce order."""
+    """The (key, value) pairs produced to `topic` at `tick`, in produce order (none for an
+    application's output topic)."""
     spec = TOPICS[topic]
-    entity, cardinality, fields = _SHAPES[topic]
+    if spec.output:
+        return []
     rng = random.Random(f"live-workload/{seed}/{topic}/{tick}")
+    if topic not in _SHAPES:  # plain text for the word count
+        return [(f"line-{tick}-{i}".encode(), _text_line(rng)) for i in range(message_count(spec, scale, rng))]
+    entity, cardinality, fields = _SHAPES[topic]
     messages = []
     for i in range(message_count(spec, scale, rng)):
         key = f"{entity}-{rng.randrange(cardinality):05d}"

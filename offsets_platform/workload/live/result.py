@@ -30,21 +30,33 @@ class LiveTopic:
 class LiveGroup:
     group: str
     scenario: str
-    """"active", "slow", "changed-subscription", "stopped", "standalone", "non-consumer-protocol"."""
+    """"active", "slow", "changed-subscription", "stopped", "standalone", "non-consumer-protocol",
+    "kip848", "kip848-regex", "transactional", "share", "streams"."""
     kind: str
-    """"consumer", "standalone" or "connect"."""
+    """How its members talk to the group coordinator: "classic consumer", "consumer (KIP-848)",
+    "KIP-848 regex", "transactional", "standalone", "connect", "share" or "streams"
+    (scenarios.KINDS)."""
+    group_type: str
+    """As ListGroups v5 reports it: "classic", "consumer", "share" or "streams"."""
     protocol_type: str
-    """As ListGroups / DescribeGroups report it: "consumer", "connect", or "" for the standalone group."""
+    """As ListGroups reports it: "consumer", "connect", "share", "streams", or "" for the standalone group."""
     expected_state: str
     """"Stable" (live members kept alive until LiveWorkload.stop()) or "Empty"."""
+    state: str
+    """The state ListGroups reported at the end of the run (verify checks it equals expected_state)."""
     members: int
-    """Live members at the end (0 once Empty)."""
+    """Live members at the end (0 once Empty): DescribeGroups for classic groups,
+    ConsumerGroupDescribe for KIP-848 groups; for share and streams groups, which neither Python
+    client describes, the Java processes of the run that are still in the group."""
     subscribed_topics: tuple[str, ...]
-    """Topics the members subscribe to at the end (for an Empty group: their last subscription;
-    for the standalone consumer: the topic it assigned itself; for the Connect group: (), since
-    Connect worker metadata names no topics)."""
+    """Topics the members read at the end (for an Empty group: their last subscription; for the
+    standalone consumer: the topic it assigned itself; for the Connect group: (), since Connect
+    worker metadata names no topics; for the regex group: the topics the broker resolved)."""
+    subscription_regex: str | None
+    """The regular expression of a KIP-848 regex group, else None."""
     committed_topics: tuple[str, ...]
-    """Topics with committed offsets at the end (OffsetFetch)."""
+    """Topics with committed offsets at the end (OffsetFetch; none for a share group, which
+    acknowledges records instead of committing offsets)."""
     left_behind_topics: tuple[str, ...]
     """Committed topics no member subscribes to any more (the changed-subscription group's B)."""
     kept_alive: bool
@@ -70,11 +82,13 @@ class LiveWorkload:
     changed_subscription: dict[str, object]
     """{"group", "kept_topic", "left_behind_topic", "stays_stable"} for the changed-subscription group."""
     not_exercised: dict[str, str]
-    """Scenario -> why it is not exercised on this broker (empty when all ran)."""
+    """Scenario -> why it did not run. Empty: every scenario runs on Kafka 4.3 (kept for callers
+    that print it)."""
     broker_observations: dict[str, object]
-    """What the broker did where Kafka's behaviour is not obvious (standalone group listing,
-    retention speed, Connect group description), and "client_errors": errors the clients met and
-    recovered from (e.g. a commit refused during a rebalance, retried on the next tick)."""
+    """What the broker reported where Kafka's behaviour is not obvious (group types, the standalone
+    group's listing, the Connect group, the transaction, what the Java members did, retention
+    speed), and "client_errors": errors the clients met and recovered from (e.g. a commit refused
+    during a rebalance, retried on the next tick)."""
     duration_s: float
     _keeper: KeepAlive | None = field(default=None, repr=False, compare=False)
 
@@ -88,6 +102,7 @@ class LiveWorkload:
         return list(self._keeper.errors) if self._keeper else []
 
     def stop(self) -> None:
-        """End the keep-alive thread and close its members (LeaveGroup); idempotent."""
+        """End the keep-alive thread, close its members (LeaveGroup, or a leaving heartbeat) and
+        stop the share consumer's and the streams app's JVMs; idempotent."""
         if self._keeper is not None:
             self._keeper.stop()

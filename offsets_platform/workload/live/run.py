@@ -5,16 +5,16 @@ from __future__ import annotations
 import time
 
 from .cluster_setup import create_topics, topic_configs
-from .clients import admin_client, committed_offsets
+from .clients import admin_client, committed_offsets, confluent_admin
 from .keepalive import KeepAlive, close_all
 from .result import LiveWorkload
 from .retention import RetentionWatch
-from .scenarios import CHANGED_GROUP, CHANGED_KEPT_TOPIC, GROUPS, RETENTION_WAIT_S, TICK_S, TICKS, TOPICS
+from .scenarios import (CHANGED_GROUP, CHANGED_KEPT_TOPIC, GROUPS, RETENTION_WAIT_S, SHARE, TICK_S, TICKS, TOPICS)
 from .snapshot import describe_end_state, expected_states, verify, wait_for_states
-from .timeline import Timeline, build_fleet, drain_and_commit, form_groups
+from .timeline import TRANSACTIONAL_ID, Timeline, build_fleet, drain_and_commit, form_groups, wait_for_java_members
 
-NOT_EXERCISED: dict[str, str] = {}
-"""Every scenario runs on noida-db 0.2.3, including the "connect" protocol group."""
+KEPT_COMMITTING = ("orders-active", CHANGED_GROUP, "payments-kip848", "clickstream-regex", "fx-transactional")
+"""Groups whose members keep consuming and committing under keep-alive (they keep up)."""
 
 
 def run_live_workload(bootstrap_servers: str, *, seed: int = 7, scale: float = 1.0, emit=print,
@@ -22,9 +22,10 @@ def run_live_workload(bootstrap_servers: str, *, seed: int = 7, scale: float = 1
     """Drive a cluster the way real teams do, with real clients, and return what it left.
 
     Deterministic from `seed` and `scale` (topics, configs, message keys, values and counts;
-    timing varies). Takes about 13 s on noida-db at scales 0.05 to 5 (16 s at scale 50): TICKS *
-    TICK_S = 12 s of production plus setup and retention. Then every client is closed, except, when `keep_alive` is true, the
-    members of the groups expected Stable, which a background thread keeps alive until
+    timing varies). TICKS * TICK_S = 12 s of production, plus forming the groups, catching up
+    and waiting for retention: see the package docstring for the durations measured on the
+    embedded Kafka. Then every client is closed, except, when `keep_alive` is true, the members
+    of the groups expected Stable (Java members included), which stay until
     `LiveWorkload.stop()`. The topics must not exist yet (a fresh broker).
     """
     if scale <= 0:
@@ -33,28 +34,32 @@ def run_live_workload(bootstrap_servers: str, *, seed: int = 7, scale: float = 1
     started = time.monotonic()
     say = (lambda line: emit(f"[live-workload] {line}")) if emit else (lambda line: None)
     admin = admin_client(bootstrap_servers)
+    cadmin = confluent_admin(bootstrap_servers)
     fleet = keeper = None
     try:
         create_topics(admin, TOPICS)
         say(f"created {len(TOPICS)} topics on {bootstrap_servers}")
-        fleet = build_fleet(bootstrap_servers)
+        fleet = build_fleet(bootstrap_servers, cadmin)
         form_groups(fleet)
         say(f"groups formed after {time.monotonic() - started:.1f} s; producing for {TICKS * TICK_S:.0f} s")
         watch = RetentionWatch(admin, [s for s in TOPICS.values() if s.short_retention], time.monotonic())
         timeline = Timeline(fleet, seed, scale, watch, say)
         timeline.run()
         ends = fleet.producer.ends
-        drain_and_commit(fleet.groups["orders-active"], ends)
-        drain_and_commit(fleet.groups[CHANGED_GROUP], ends)
+        for group in KEPT_COMMITTING:
+            drain_and_commit(fleet.groups[group], ends)
         timeline.finish_sink()
-        say(f"orders-active and {CHANGED_GROUP} caught up with {CHANGED_KEPT_TOPIC}; waiting for retention")
+        wait_for_java_members(admin, fleet, ends)
+        # read now: the console's output goes with the JVM when it stops
+        share_printed = {g: fleet.jvms.processes[g].output_lines() for g, s in GROUPS.items() if s.kind == SHARE}
+        say(f"every group that keeps up caught up after {time.monotonic() - started:.1f} s; waiting for retention")
         slow = {p: o for (t, p), o in committed_offsets(admin, "billing-slow").items() if t == "invoices"}
         retention_mode = watch.wait_past(TOPICS["invoices"], slow, RETENTION_WAIT_S)
         say(f"billing-slow's committed offsets are below the invoices log start ({retention_mode})")
         if keep_alive:
             groups = fleet.groups
-            keeper = KeepAlive(committing=[*groups["orders-active"], *groups[CHANGED_GROUP]],
-                               idle=groups["billing-slow"], workers=fleet.workers).start()
+            keeper = KeepAlive(committing=[m for g in KEPT_COMMITTING for m in groups[g]],
+                               idle=groups["billing-slow"], workers=fleet.workers, jvms=fleet.jvms).start()
             others = [m for g, members in groups.items() if not GROUPS[g].keep_alive for m in members]
             close_all([*others, fleet.producer], fleet.errors)
         else:
@@ -62,8 +67,9 @@ def run_live_workload(bootstrap_servers: str, *, seed: int = 7, scale: float = 1
         expected = expected_states(keep_alive)
         wait_for_states(admin, expected)
         end_state = describe_end_state(
-            admin, expected, configs=topic_configs(admin, list(TOPICS)), producer=fleet.producer, watch=watch,
-            last_subscriptions={g: members[0].topics for g, members in fleet.groups.items()})
+            admin, cadmin, expected, configs=topic_configs(admin, list(TOPICS)), producer=fleet.producer,
+            watch=watch, last_subscriptions={g: members[0].topics for g, members in fleet.groups.items()},
+            jvms=fleet.jvms, share_printed=share_printed, transactional_id=TRANSACTIONAL_ID)
         verify(end_state, expected)
         end_state.observations["client_errors"] = [
             *fleet.errors, *(f"{m.client_id}: {e}" for members in fleet.groups.values() for m in members
@@ -85,7 +91,7 @@ def run_live_workload(bootstrap_servers: str, *, seed: int = 7, scale: float = 1
         changed_subscription={"group": CHANGED_GROUP, "kept_topic": CHANGED_KEPT_TOPIC,
                               "left_behind_topic": end_state.groups[CHANGED_GROUP].left_behind_topics[0],
                               "stays_stable": keep_alive},
-        not_exercised=dict(NOT_EXERCISED), broker_observations=end_state.observations,
+        not_exercised={}, broker_observations=end_state.observations,
         duration_s=duration, _keeper=keeper)
 
 

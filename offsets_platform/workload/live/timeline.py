@@ -2,35 +2,42 @@
 
 Each tick the producer writes that tick's messages (messages.py), scenario events fire at
 their tick (billing-slow stalls, search-changed-subscription re-subscribes, reports-stopped
-leaves), every member consumes what has arrived until the tick ends, and then commits.
-Consumers are polled round-robin without blocking, so no thread is needed during the run.
+leaves), every member consumes what has arrived until the tick ends, and then commits (the
+transactional member commits its transaction). Consumers are polled round-robin without
+blocking, so no thread is needed during the run. The share consumer and the streams app are
+Java processes (jvm_members.py) that consume on their own.
 """
 
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .connect_worker import ConnectWorker
 from .keepalive import close_all
-from .members import GroupMember, LiveConsumer, StandaloneConsumer
+from .clients import committed_offsets, set_group_config
+from .jvm_members import JvmMembers
+from .members import GroupMember, Kip848Member, LiveConsumer, StandaloneConsumer, TransactionalMember
 from .messages import tick_messages
 from .producer import TickProducer
 from .retention import RetentionWatch
-from .scenarios import (CHANGED_GROUP, CHANGED_KEPT_TOPIC, GROUPS, REPORTS_STOP_TICK, RESUBSCRIBE_TICK,
-                        SLOW_STALL_TICK, TICK_S, TICKS, TOPICS)
+from .scenarios import (CHANGED_GROUP, CHANGED_KEPT_TOPIC, CLASSIC, CONNECT, GROUPS, KIP848, KIP848_REGEX, REGEX,
+                        REPORTS_STOP_TICK, RESUBSCRIBE_TICK, SHARE, SLOW_STALL_TICK, STANDALONE, STREAMS, TICK_S,
+                        TICKS, TOPICS, TRANSACTIONAL, TRANSACTIONAL_OUTPUT)
 
 SLOW_PER_TICK = 3
 """billing-slow consumes at most this many messages per tick (times the scale) before it stalls."""
 CONNECT_TASKS = 2
+TRANSACTIONAL_ID = "fx-rates-enricher"
 
 
 @dataclass
 class Fleet:
     producer: TickProducer
     groups: dict[str, list[LiveConsumer]] = field(default_factory=dict)
+    bootstrap_servers: str = ""
     workers: list[ConnectWorker] = field(default_factory=list)
+    jvms: JvmMembers | None = None
     errors: list[str] = field(default_factory=list)
 
     def consumers(self):
@@ -38,22 +45,46 @@ class Fleet:
 
     def close(self) -> None:
         close_all([*self.consumers(), *self.workers, self.producer], self.errors)
+        if self.jvms is not None:
+            self.jvms.stop()
 
 
-def build_fleet(bootstrap_servers: str) -> Fleet:
-    """Create the producer, every group's members, the standalone consumer and the Connect workers."""
-    fleet = Fleet(TickProducer(bootstrap_servers))
+def build_fleet(bootstrap_servers: str, admin) -> Fleet:
+    """Start the Java members first (their JVMs warm up while the rest forms), then create the
+    producer, every group's members, the standalone consumer and the Connect workers.
+
+    `admin` is a confluent-kafka AdminClient (group configs)."""
+    fleet = Fleet(TickProducer(bootstrap_servers), bootstrap_servers=bootstrap_servers)
     try:
+        fleet.jvms = JvmMembers(bootstrap_servers)
         for spec in GROUPS.values():
-            if spec.kind == "consumer":
+            if spec.kind == SHARE:
+                # A share group starts at the log end by default (share.auto.offset.reset=latest);
+                # from the start, it reads every alert whatever the JVM's start-up time.
+                set_group_config(admin, spec.group, {"share.auto.offset.reset": "earliest"})
+                fleet.jvms.start_share_consumer(spec.group, spec.topics[0])
+            elif spec.kind == STREAMS:
+                fleet.jvms.start_wordcount(spec.group)
+        for spec in GROUPS.values():
+            name = f"{spec.group}-1"
+            if spec.kind == CLASSIC:
                 fleet.groups[spec.group] = [
                     GroupMember(bootstrap_servers, spec.group, f"{spec.group}-{i + 1}", spec.topics)
                     for i in range(spec.members)]
-            elif spec.kind == "standalone":
+            elif spec.kind == KIP848:
+                fleet.groups[spec.group] = [
+                    Kip848Member(bootstrap_servers, spec.group, f"{spec.group}-{i + 1}", spec.topics)
+                    for i in range(spec.members)]
+            elif spec.kind == KIP848_REGEX:
+                pass  # subscribes once the others formed: see form_groups
+            elif spec.kind == TRANSACTIONAL:
+                fleet.groups[spec.group] = [TransactionalMember(bootstrap_servers, spec.group, name, spec.topics,
+                                                                TRANSACTIONAL_OUTPUT, TRANSACTIONAL_ID)]
+            elif spec.kind == STANDALONE:
                 topic = spec.topics[0]
-                fleet.groups[spec.group] = [StandaloneConsumer(bootstrap_servers, spec.group, f"{spec.group}-1",
+                fleet.groups[spec.group] = [StandaloneConsumer(bootstrap_servers, spec.group, name,
                                                                topic, TOPICS[topic].partitions)]
-            else:
+            elif spec.kind == CONNECT:
                 fleet.workers += [ConnectWorker(bootstrap_servers, spec.group, f"connect-worker-{i + 1}", "s3-sink",
                                                 CONNECT_TASKS) for i in range(spec.members)]
     except BaseException:
@@ -62,26 +93,51 @@ def build_fleet(bootstrap_servers: str) -> Fleet:
     return fleet
 
 
-def _assignment_complete(members: list[LiveConsumer]) -> bool:
-    wanted = {(t, p) for t in members[0].topics for p in range(TOPICS[t].partitions)}
+def _assignment_complete(group: str, members: list[LiveConsumer]) -> bool:
+    """Every partition of the group's topics assigned exactly once. A classic group assigns them
+    all in one SyncGroup, so each member must hold some; a KIP-848 group hands partitions over
+    member by member (a newcomer waits until the holder's next heartbeat revokes them), so the
+    run starts as soon as every partition has one owner."""
+    spec = GROUPS[group]
+    wanted = {(t, p) for t in spec.topics for p in range(TOPICS[t].partitions)}
     assignments = [member.assignment() for member in members]
-    return all(assignments) and set().union(*assignments) == wanted and sum(map(len, assignments)) == len(wanted)
+    each_busy = all(assignments) or spec.group_type == "consumer"
+    return each_busy and set().union(*assignments) == wanted and sum(map(len, assignments)) == len(wanted)
 
 
 def form_groups(fleet: Fleet, timeout_s: float = 30.0) -> None:
-    """Poll until every consumer group has a complete assignment and every Connect worker joined."""
+    """Poll until every consumer group has a complete assignment and the Connect workers share
+    one generation. One loop drives all of them: a worker that joined first learns of the next
+    rebalance only from its heartbeat, and must rejoin for the others' JoinGroup to complete.
+
+    The regex member subscribes only then, and is not waited for. Kafka resolves a regular
+    expression against the coordinator's metadata when the member subscribes, and again only
+    on a later refresh: subscribed right after CreateTopics it matched nothing for 20 s or more
+    on the embedded broker, subscribed once other groups hold partitions of the new topics it
+    got them about 5 s later (one heartbeat interval). It reads from the earliest offset, and
+    drain_and_commit waits for its assignment."""
     deadline = time.monotonic() + timeout_s
-    with ThreadPoolExecutor(max_workers=max(1, len(fleet.workers)), thread_name_prefix="live-connect-join") as pool:
-        joins = [pool.submit(worker.join, int(timeout_s * 1000)) for worker in fleet.workers]
-        pending = [m for g, m in fleet.groups.items() if GROUPS[g].kind == "consumer"]
-        while pending:
-            for member in (m for members in pending for m in members):
-                member.poll(max_messages=1, timeout=0.02)  # nothing is produced yet
-            pending = [members for members in pending if not _assignment_complete(members)]
-            if pending and time.monotonic() > deadline:
-                raise TimeoutError(f"groups {[m[0].group for m in pending]} not formed within {timeout_s} s")
-        if not all(join.result() for join in joins):
-            raise TimeoutError(f"Connect workers did not join within {timeout_s} s")
+    pending = {g: m for g, m in fleet.groups.items() if GROUPS[g].kind not in (STANDALONE, KIP848_REGEX)}
+    while True:
+        for member in (m for members in pending.values() for m in members):
+            member.poll(max_messages=1, timeout=0.02)  # nothing is produced yet
+        for worker in fleet.workers:
+            worker.tick()
+        pending = {g: m for g, m in pending.items() if not _assignment_complete(g, m)}
+        if not pending and _workers_joined(fleet.workers):
+            for spec in GROUPS.values():
+                if spec.kind == KIP848_REGEX:
+                    fleet.groups[spec.group] = [Kip848Member(fleet.bootstrap_servers, spec.group,
+                                                             f"{spec.group}-1", (REGEX,))]
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"groups {sorted(pending)} not formed (Connect workers joined: "
+                               f"{_workers_joined(fleet.workers)}) within {timeout_s} s")
+
+
+def _workers_joined(workers: list[ConnectWorker]) -> bool:
+    generations = {worker.generation for worker in workers if not worker.coordinator.need_rejoin()}
+    return len(generations) == 1 and min(generations) > 0 and all(not w.coordinator.need_rejoin() for w in workers)
 
 
 class Timeline:
@@ -109,12 +165,11 @@ class Timeline:
             groups[CHANGED_GROUP][0].subscribe((CHANGED_KEPT_TOPIC,))
             self.emit(f"tick {tick}: {CHANGED_GROUP} re-subscribes to {CHANGED_KEPT_TOPIC} only")
         if tick == REPORTS_STOP_TICK:
-            # All members commit, then all leave: a scaled-to-zero deployment. (One by one, the
-            # second member's commit fails on noida-db: once a member has left, it answers
-            # ILLEGAL_GENERATION during PreparingRebalance, where Kafka accepts the commit.)
+            # A scaled-to-zero deployment: each member commits and leaves, one after the other.
+            # The second one's commit arrives while the group is PreparingRebalance after the
+            # first left; Kafka accepts commits of the current generation in that state.
             for member in groups["reports-stopped"]:
                 member.commit()
-            for member in groups["reports-stopped"]:
                 member.close()
             self.emit(f"tick {tick}: reports-stopped members committed and left the group")
 
@@ -156,11 +211,13 @@ class Timeline:
         self._commit(TICKS)
 
 
-def drain_and_commit(members: list[LiveConsumer], ends: dict[tuple[str, int], int], timeout_s: float = 20.0) -> None:
-    """Consume until every assigned partition's position is at `ends`, then commit exactly the ends."""
+def drain_and_commit(members: list[LiveConsumer], ends: dict[tuple[str, int], int], timeout_s: float = 30.0) -> None:
+    """Once the group's partitions are all assigned, consume until every position is at `ends`,
+    then commit exactly the ends."""
     deadline = time.monotonic() + timeout_s
     while True:
-        behind = []
+        behind = [] if _assignment_complete(members[0].group, members) else [
+            f"(not all partitions assigned: {sorted(set().union(*(m.assignment() for m in members)))})"]
         for member in members:
             positions = member.positions()
             behind += [tp for tp in member.assignment() if positions.get(tp, 0) < ends.get(tp, 0)]
@@ -176,3 +233,31 @@ def drain_and_commit(members: list[LiveConsumer], ends: dict[tuple[str, int], in
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{member.client_id}: commit of {offsets} failed: {member.errors[-3:]}")
             member.poll(timeout=0.1)
+
+
+def wait_for_java_members(admin, fleet: Fleet, ends: dict[tuple[str, int], int], timeout_s: float = 30.0) -> None:
+    """Wait until the share consumer printed every alert and the streams app committed the log end
+    of its input (it commits every 500 ms). `admin` is the project's kafka-python admin client."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        behind = []
+        for group, spec in GROUPS.items():
+            process = fleet.jvms.processes.get(group) if fleet.jvms else None
+            if spec.kind not in (SHARE, STREAMS):
+                continue
+            if process is None or not process.running:
+                raise RuntimeError(f"{group}: its Java process is not running; its log ends with:\n"
+                                   + (process.log_tail() if process else "(never started)"))
+            topic = spec.topics[0]
+            wanted = {tp: end for tp, end in ends.items() if tp[0] == topic}
+            if spec.kind == SHARE and process.output_lines() < sum(wanted.values()):
+                behind.append(f"{group} printed {process.output_lines()} of {sum(wanted.values())} records")
+            if spec.kind == STREAMS:
+                committed = {tp: o for tp, o in committed_offsets(admin, group).items() if tp[0] == topic}
+                if committed != wanted:
+                    behind.append(f"{group} committed {committed}, log end {wanted}")
+        if not behind:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Java members behind after {timeout_s} s: {behind}")
+        time.sleep(0.25)
