@@ -39,8 +39,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "share.coordinator.state.topic.min.isr": "1",
     # a group's first rebalance completes at once instead of waiting 3 s for more members
     "group.initial.rebalance.delay.ms": "0",
-    # retention.ms acts within a second (Kafka checks every 5 minutes by default)
+    # retention.ms acts within a second (Kafka checks every 5 minutes by default), from the start
+    # (the log manager's tasks, retention among them, first run 30 s after start by default)
     "log.retention.check.interval.ms": "1000",
+    "log.initial.task.delay.ms": "0",
     "num.partitions": "1",
 }
 
@@ -167,6 +169,8 @@ class EmbeddedBroker:
 
     def _write_config(self) -> Path:
         controller_port = free_loopback_port()
+        while controller_port == self.port:  # the OS may hand out a just-closed probe port again
+            controller_port = free_loopback_port()
         config = {
             "process.roles": "broker,controller",
             "node.id": "1",
