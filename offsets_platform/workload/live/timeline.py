@@ -99,7 +99,9 @@ def _assignment_complete(group: str, members: list[LiveConsumer]) -> bool:
     member by member (a newcomer waits until the holder's next heartbeat revokes them), so the
     run starts as soon as every partition has one owner."""
     spec = GROUPS[group]
-    wanted = {(t, p) for t in spec.topics for p in range(TOPICS[t].partitions)}
+    # what the group subscribes to now (a re-subscription changes it); a regex's matching topics
+    topics = spec.topics if spec.kind == KIP848_REGEX else members[0].topics
+    wanted = {(t, p) for t in topics for p in range(TOPICS[t].partitions)}
     assignments = [member.assignment() for member in members]
     each_busy = all(assignments) or spec.group_type == "consumer"
     return each_busy and set().union(*assignments) == wanted and sum(map(len, assignments)) == len(wanted)
