@@ -120,8 +120,6 @@ def _print_summary(lake: Lake, workload) -> None:
     changed = workload.changed_subscription
     print(f"  {changed['group']} left committed offsets on {changed['left_behind_topic']}, "
           f"which it no longer reads")
-    for scenario, why in workload.not_exercised.items():
-        print(f"  not exercised: {scenario}: {why}")
     print("summary: the Spark SQL models (silver and gold)")
     for line in models_summary(lake):
         print("  " + line)

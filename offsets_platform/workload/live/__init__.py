@@ -1,58 +1,53 @@
-"""A live workload: real producers, consumer groups and Connect workers driving a real cluster.
+"""A live workload: real producers and groups of every kind driving a real Kafka cluster.
 
-`offsets_platform.workload` writes coordinator *records* straight into `__consumer_offsets`;
-this package is its live counterpart. `run_live_workload(bootstrap_servers, seed=7, scale=1.0)`
-creates seven topics, runs six group scenarios for TICKS * TICK_S = 12 s with confluent-kafka
-producers and consumers and kafka-python Connect workers, and returns a `LiveWorkload` saying
-what it left (about 13 s in all on noida-db at scales 0.05 to 5, 16 s at scale 50):
+`offsets_platform.workload` generates coordinator *records* for scale; this package is its live
+counterpart, whose records Kafka's own group coordinator writes into `__consumer_offsets`.
+`run_live_workload(bootstrap_servers, seed=7, scale=1.0)` creates fifteen topics, runs eleven
+group scenarios for TICKS * TICK_S = 12 s and returns a `LiveWorkload` saying what it left
+(about 19 s in all on the embedded Apache Kafka broker at scale 0.2):
 
-- orders-active: 2 members keep up with `orders`; committed = log end (lag 0).
-  Stable (Empty with keep_alive=False).
+- orders-active: 2 classic members keep up with `orders`; committed = log end (lag 0).
 - billing-slow: stalls (pauses) at tick 4; `invoices` (retention.ms 3000) then deletes what it
-  never read, so its committed offsets end below the log start. Stable with a paused member
-  (Empty with keep_alive=False).
+  never read, so its committed offsets end below the log start. Stable with a paused member.
 - search-changed-subscription: reads and commits `search-queries` and `search-clicks`, then
   re-subscribes to `search-queries` only (rejoin, new generation); its `search-clicks` offsets
-  stay behind. Stable (Empty with keep_alive=False).
-- reports-stopped: 2 members commit, then close (LeaveGroup). Empty.
+  stay behind.
+- reports-stopped: 2 members commit, then leave (LeaveGroup). Empty.
 - ledger-standalone: assign() + commit, no membership. Empty, protocol type "".
-- connect-sink: 2 Connect workers, protocol_type "connect", protocol "default", committing
-  `s3-sink-input`. Stable (Empty with keep_alive=False).
+- connect-sink: 2 Connect workers (kafka-python's BaseCoordinator), protocol type "connect",
+  committing `s3-sink-input`.
+- payments-kip848: 2 members of a KIP-848 group (`group.protocol=consumer`) keep up with
+  `payments`.
+- clickstream-regex: a KIP-848 member subscribed to `^clickstream-.*`; the broker resolves the
+  expression to both clickstream topics (it writes the resolution as its own record).
+- fx-transactional: consume-transform-produce whose offsets a producer commits inside its
+  transactions (TxnOffsetCommit).
+- alerts-share: a share group (KIP-932) read by Kafka's own console share consumer.
+- wordcount-streams: a streams group (KIP-1071) of Kafka Streams' own WordCountDemo.
 
-Stable groups need live members, so with `keep_alive=True` (the default) one background thread
-polls them until `LiveWorkload.stop()` (idempotent; also registered at exit), which closes them
-with LeaveGroup so the groups go Empty. Nothing else keeps running: every other client is closed
-before `run_live_workload` returns, and with keep_alive=False no thread is left at all.
+The groups other than reports-stopped and ledger-standalone end Stable when `keep_alive=True`
+(the default): one background thread polls the Python members, and the two Java programs keep
+running, until `LiveWorkload.stop()` (idempotent; also registered at exit), which closes them all
+so the groups go Empty at once. With keep_alive=False every client is closed before
+`run_live_workload` returns.
 
-Retention is real on noida-db: `invoices` and `search-clicks` have retention.ms=3000 and
-segment.ms=1000, and the log start first moves about 4.5 s after the first produce (it deletes
-whole segments, checking about once a second; without a small segment.ms a topic written
-continuously keeps its single active segment and nothing is deleted). On a broker whose
-retention is slower (Kafka checks every log.retention.check.interval.ms, 5 minutes by default)
-the run waits RETENTION_WAIT_S and then moves the `invoices` log start to the log end with
-DeleteRecords; `LiveWorkload.retention_mode` ("retention.ms" or "delete_records") and
-`retention_note` say which happened.
+Retention is real: `invoices` and `search-clicks` have retention.ms=3000 and segment.ms=1000, and
+the embedded broker checks retention every second (Kafka deletes whole segments, so without a
+small segment.ms a topic written continuously keeps its one active segment). The log start first
+moves about 4-5 s after the first produce. On a broker whose retention is slower (Kafka checks
+every log.retention.check.interval.ms, 5 minutes by default) the run waits RETENTION_WAIT_S and
+then moves the `invoices` log start to the log end with DeleteRecords;
+`LiveWorkload.retention_mode` ("retention.ms" or "delete_records") and `retention_note` say which
+happened.
 
-The "connect" protocol group is exercised: kafka-python's BaseCoordinator joins with any
-protocol type, and noida-db accepts it and OffsetCommits from its members
-(`LiveWorkload.not_exercised` is empty).
-
-noida-db 0.2.3 behaviour met on the way (compared with Apache Kafka):
-- ListGroups lists a standalone (assign + commit) group with protocol type "" and state Empty,
-  and DescribeGroups reports it Empty with no members: as Kafka does.
-- A member whose process ends without LeaveGroup (SIGKILL, but also a normal exit or a crash
-  that closes its socket) is never expired: the group stays Stable, or stuck in
-  PreparingRebalance / CompletingRebalance when another member joins, long after
-  session.timeout.ms. Kafka removes it after session.timeout.ms. Hence stop() and the exit hook.
-- An OffsetCommit from a member of the current generation while the group is
-  PreparingRebalance (e.g. just after another member left) gets ILLEGAL_GENERATION; Kafka
-  accepts it (GroupCoordinator: "During PreparingRebalance phase, we still allow a commit").
-- Retention checks run about every second (Kafka: 5 minutes by default).
-- DescribeConfigs of the broker returns only auto.create.topics.enable, num.partitions and
-  default.replication.factor (no offsets.retention.minutes, no log.retention.* settings).
-- kafka-python 3.0.12 against it: `describe_cluster` fails (KeyError 'endpoint_type'), and
-  `describe_groups` raises ValueError on a Connect group because it decodes every member's
-  metadata as a consumer subscription (`clients.describe_groups_raw` returns the bytes).
+Client facts met on the way (kafka-python 3.0.12, confluent-kafka 2.16.1, Kafka 4.3):
+- kafka-python's `describe_groups` raises ValueError on a Connect group because it decodes every
+  member's metadata as a consumer subscription (`clients.describe_groups_raw` returns the bytes).
+- confluent-kafka lists and describes classic and KIP-848 groups only; kafka-python's
+  `list_groups` lists share and streams groups with their type. Neither client has
+  ShareGroupDescribe or StreamsGroupDescribe.
+- Kafka resolves a regular expression asynchronously, at most every 10 s, and again when new
+  topics appear; the regex member therefore subscribes once its topics exist (`form_groups`).
 """
 
 from .clients import describe_groups_raw

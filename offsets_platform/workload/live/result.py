@@ -81,9 +81,6 @@ class LiveWorkload:
     retention_note: str
     changed_subscription: dict[str, object]
     """{"group", "kept_topic", "left_behind_topic", "stays_stable"} for the changed-subscription group."""
-    not_exercised: dict[str, str]
-    """Scenario -> why it did not run. Empty: every scenario runs on Kafka 4.3 (kept for callers
-    that print it)."""
     broker_observations: dict[str, object]
     """What the broker reported where Kafka's behaviour is not obvious (group types, the standalone
     group's listing, the Connect group, the transaction, what the Java members did, retention

@@ -1,12 +1,12 @@
 """Retention during the run: watch it act, and stand in for it with DeleteRecords if it is too slow.
 
-noida-db applies retention.ms like Kafka, by whole segments, and checks about once a second:
-with retention.ms=3000 and segment.ms=1000 the log start follows the data about 4 s behind
-(measured; see the package docstring). A real Kafka checks every
-log.retention.check.interval.ms (5 minutes by default), too slow for a bounded run, so when the
-log start has not passed a group's committed offset within the wait, `RetentionWatch` moves it
-with DeleteRecords to the log end, as retention would once every message is older than
-retention.ms, and says so ("delete_records" instead of "retention.ms").
+Kafka applies retention.ms by whole segments, every log.retention.check.interval.ms: the
+embedded broker checks every second, so with retention.ms=3000 and segment.ms=1000 the log start
+follows the data about 4-5 s behind (measured; see the package docstring). A cluster with
+Kafka's default check (5 minutes) is too slow for a bounded run, so when the log start has not
+passed a group's committed offset within the wait, `RetentionWatch` moves it with DeleteRecords
+to the log end, as retention would once every message is older than retention.ms, and says so
+("delete_records" instead of "retention.ms").
 """
 
 from __future__ import annotations

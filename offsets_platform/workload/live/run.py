@@ -91,7 +91,7 @@ def run_live_workload(bootstrap_servers: str, *, seed: int = 7, scale: float = 1
         changed_subscription={"group": CHANGED_GROUP, "kept_topic": CHANGED_KEPT_TOPIC,
                               "left_behind_topic": end_state.groups[CHANGED_GROUP].left_behind_topics[0],
                               "stays_stable": keep_alive},
-        not_exercised={}, broker_observations=end_state.observations,
+        broker_observations=end_state.observations,
         duration_s=duration, _keeper=keeper)
 
 

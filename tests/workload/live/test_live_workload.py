@@ -1,4 +1,4 @@
-"""The live workload against a real embedded broker (noida-db), checked with admin calls only.
+"""The live workload against the real embedded broker (Apache Kafka), checked with admin calls only.
 
 One run (seed 7, scale 1.0, members kept alive) serves the module; a second run on a fresh
 broker checks determinism and the keep_alive=False path. The stop test runs last.
@@ -21,8 +21,9 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, Of
 from offsets_platform.codec.consumer_protocol import decode_subscription
 from offsets_platform.kafka.embedded import EmbeddedBroker
 from offsets_platform.workload.live import describe_groups_raw, run_live_workload
+from offsets_platform.workload.live.clients import confluent_admin, describe_kip848_groups, list_groups_typed
 from offsets_platform.workload.live.messages import digest_update, plan
-from offsets_platform.workload.live.scenarios import GROUPS, TOPICS
+from offsets_platform.workload.live.scenarios import GROUPS, REGEX, STREAMS_INPUT, STREAMS_OUTPUT, TOPICS
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +94,6 @@ def test_run_is_bounded_and_says_what_it_does(workload):
     assert workload.elapsed < 60
     assert any("re-subscribes" in line for line in workload.emitted)
     assert workload.running and workload.keep_alive
-    assert workload.not_exercised == {}
 
 
 def test_topics_have_their_partitions_and_retention_configs(workload, kafka_admin):
@@ -110,12 +110,12 @@ def test_topics_have_their_partitions_and_retention_configs(workload, kafka_admi
 
 
 def test_retention_deleted_messages_during_the_run(workload, kafka_admin):
-    assert workload.retention_mode in ("retention.ms", "delete_records")
+    # The embedded broker checks retention every second, so retention.ms itself deletes them.
+    assert workload.retention_mode == "retention.ms"
     assert workload.retention_mode in workload.retention_note
     start = offsets(kafka_admin, "invoices", OffsetSpec.EARLIEST)
     assert any(o > 0 for o in start.values())
-    if workload.retention_mode == "retention.ms":  # what noida-db does: real, fast retention
-        assert workload.topics["invoices"].first_deletion_s is not None
+    assert workload.topics["invoices"].first_deletion_s is not None
 
 
 def test_slow_group_committed_offset_is_below_the_log_start(workload, kafka_admin):
@@ -167,8 +167,8 @@ def test_standalone_consumer_has_offsets_and_no_membership(workload, kafka_admin
     described = kafka_admin.describe_groups(["ledger-standalone"])["ledger-standalone"]
     assert (described["group_state"], described["protocol_type"], described["members"]) == ("Empty", "", [])
     listed = {g["group_id"]: g for g in kafka_admin.list_groups()}
-    # noida-db lists it like Kafka does: protocol type "" and state Empty.
-    assert listed["ledger-standalone"]["protocol_type"] == ""
+    # Kafka lists a group that only committed offsets as a classic group, protocol type "", Empty.
+    assert (listed["ledger-standalone"]["protocol_type"], listed["ledger-standalone"]["group_type"]) == ("", "classic")
     assert workload.broker_observations["standalone_group_listing"] == {
         "listed": True, "protocol_type": "", "state": "Empty"}
 
@@ -183,6 +183,51 @@ def test_connect_group_uses_the_connect_protocol(workload, kafka_admin, admin):
     end = offsets(kafka_admin, "s3-sink-input", OffsetSpec.LATEST)
     assert committed(kafka_admin, "connect-sink") == {("s3-sink-input", p): o for p, o in end.items()}
     assert workload.groups["connect-sink"].protocol_type == "connect"
+
+
+def test_every_group_kind_is_listed_with_its_type_and_state(workload, kafka_admin):
+    listed = list_groups_typed(kafka_admin)
+    for group, spec in GROUPS.items():
+        assert listed[group]["group_type"] == spec.group_type, group
+        assert listed[group]["group_state"] == ("Stable" if spec.keep_alive else "Empty"), group
+        assert workload.groups[group].state == listed[group]["group_state"]
+    assert {spec.group_type for spec in GROUPS.values()} == {"classic", "consumer", "share", "streams"}
+
+
+def test_kip848_groups_are_assigned_by_the_broker(workload, kafka_admin, broker):
+    admin = confluent_admin(broker.bootstrap_servers)
+    described = describe_kip848_groups(admin, ["payments-kip848", "clickstream-regex"])
+    payments = described["payments-kip848"]
+    assert (payments["type"], payments["state"], len(payments["members"])) == ("consumer", "Stable", 2)
+    assert set().union(*(m["assignment"] for m in payments["members"])) == {("payments", p) for p in range(4)}
+    end = offsets(kafka_admin, "payments", OffsetSpec.LATEST)
+    assert committed(kafka_admin, "payments-kip848") == {("payments", p): o for p, o in end.items()}
+
+    # the regular expression resolved to both clickstream topics, and none other
+    regex = described["clickstream-regex"]
+    matching = {(t, p) for t in ("clickstream-app", "clickstream-web") for p in range(TOPICS[t].partitions)}
+    assert regex["type"] == "consumer" and set().union(*(m["assignment"] for m in regex["members"])) == matching
+    assert {t for t, _ in committed(kafka_admin, "clickstream-regex")} == {"clickstream-app", "clickstream-web"}
+    assert workload.groups["clickstream-regex"].subscription_regex == REGEX
+
+
+def test_transactional_committer_commits_with_its_transactions(workload, kafka_admin):
+    end = offsets(kafka_admin, "fx-rates", OffsetSpec.LATEST)
+    assert committed(kafka_admin, "fx-transactional") == {("fx-rates", p): o for p, o in end.items()}
+    # the transformed messages were written in the same transactions (plus one marker per partition
+    # and transaction, so the output's end is past the count of messages)
+    assert sum(offsets(kafka_admin, "fx-rates-enriched", OffsetSpec.LATEST).values()) > sum(end.values())
+    assert workload.broker_observations["transaction"]["state"] == "CompleteCommit"
+
+
+def test_share_and_streams_groups_run_kafkas_own_programs(workload, kafka_admin):
+    # a share group commits no offsets: its members acknowledge records (KIP-932)
+    assert committed(kafka_admin, "alerts-share") == {}
+    assert min(workload.broker_observations["share_records_printed"].values()) > 0
+    # the streams group commits its input's positions and writes its counts
+    end = offsets(kafka_admin, STREAMS_INPUT, OffsetSpec.LATEST)
+    assert committed(kafka_admin, "wordcount-streams").items() >= {(STREAMS_INPUT, p): o for p, o in end.items()}.items()
+    assert sum(offsets(kafka_admin, STREAMS_OUTPUT, OffsetSpec.LATEST).values()) > 0
 
 
 def test_message_plan_is_deterministic_and_scaled():
@@ -230,9 +275,9 @@ def test_same_seed_on_a_fresh_broker_gives_the_same_topics_and_messages(workload
         again.stop()  # a no-op without keep-alive
 
 
-def test_stop_closes_every_client_and_kept_groups_go_empty(workload, kafka_admin, baseline, admin):
+def test_stop_closes_every_client_and_kept_groups_go_empty(workload, kafka_admin, baseline):
     kept = [g for g, spec in GROUPS.items() if spec.keep_alive]
-    assert {describe_groups_raw(admin, kept)[g]["state"] for g in kept} == {"Stable"}
+    assert {list_groups_typed(kafka_admin)[g]["group_state"] for g in kept} == {"Stable"}
     workload.stop()
     workload.stop()  # idempotent
     assert not workload.running and workload.keep_alive_errors == []
@@ -240,7 +285,8 @@ def test_stop_closes_every_client_and_kept_groups_go_empty(workload, kafka_admin
     settle_native_threads(baseline["native"])
     deadline = time.monotonic() + 15
     while True:
-        states = {g: d["state"] for g, d in describe_groups_raw(admin, kept).items()}
+        listed = list_groups_typed(kafka_admin)
+        states = {g: listed[g]["group_state"] for g in kept}
         if states == dict.fromkeys(kept, "Empty"):
             break
         assert time.monotonic() < deadline, states
