@@ -1,7 +1,8 @@
 """Decoders and encoders for the records of Kafka's `__consumer_offsets` topic.
 
 ``decode_record`` decodes one record (offset commits, classic group metadata with its consumer
-protocol payloads, KIP-848 consumer group records); ``decode_batch`` decodes an Arrow batch at
+protocol payloads, KIP-848 consumer group, share group and streams group records: every type
+Kafka 4.3's group coordinator writes); ``decode_batch`` decodes an Arrow batch at
 ingest speed into the tables of ``schemas``; ``encode`` builds the same bytes Kafka writes.
 Malformed bytes raise ``DecodeError`` naming the field where decoding failed. No IO here.
 """

@@ -1,7 +1,8 @@
 """The rows the vector paths leave over, decoded one at a time by ``decode_record``.
 
-KIP-848 records always come here, being rare; so do flexible versions, malformed records
-(which land in ``rejected`` with the scalar decoder's message) and unknown record types.
+KIP-848, share and streams group records always come here, being rare; so do flexible
+versions, malformed records (which land in ``rejected`` with the scalar decoder's message) and
+record types Kafka 4.3 does not define (in ``rejected`` too, marked ``skipped_by_kafka``).
 """
 
 from __future__ import annotations
@@ -12,15 +13,19 @@ import json
 import numpy as np
 import pyarrow as pa
 
-from .kip848 import KIP848_RECORDS
-from .records import DecodeError, decode_record
+from .records import RECORD_SPECS, DecodeError, decode_record
 from .schemas import (CONSUMER_GROUP_RECORD_SCHEMA, GROUP_MEMBER_SCHEMA, GROUP_METADATA_SCHEMA,
                       OFFSET_COMMIT_SCHEMA, REJECTED_SCHEMA)
+from .streams_group import subscribed_topic_regexes, subscribed_topics
+
+# The records whose "epoch" is the group epoch (a topology's Epoch is the topology's own).
+_GROUP_EPOCH_TYPES = frozenset({"consumer_group_metadata", "share_group_metadata", "streams_group_metadata"})
 
 
 def unsupported_reason(key_type: int) -> str:
-    """The rejected-table reason for a record type this codec does not decode."""
-    return f"unsupported record type {key_type}: kept raw and skipped, as Kafka's loader does"
+    """The rejected-table reason for a record type Kafka 4.3 does not define."""
+    return (f"unknown record type {key_type}, skipped as Kafka's loader does "
+            "(unsupported: not defined by Kafka 4.3's group coordinator); kept raw")
 
 
 def _json_default(value):
@@ -30,18 +35,38 @@ def _json_default(value):
 
 
 def value_json(record: dict) -> str | None:
-    """JSON of a KIP-848 record's value fields, bytes as base64.
+    """JSON of a group record's value fields, bytes as base64.
 
     Args:
-        record: A decode_record result for key types 3-8.
+        record: A decode_record result for a key type of ``consumer_group_records``.
 
     Returns:
         The JSON text, or None for a tombstone.
     """
     if record["tombstone"]:
         return None
-    names = KIP848_RECORDS[record["key_version"]][3]
+    names = RECORD_SPECS[record["key_version"]][3]
     return json.dumps({name: record[name] for name in names}, default=_json_default, separators=(",", ":"))
+
+
+def group_record_columns(record: dict) -> dict:
+    """A ``consumer_group_records`` row (without ``row``) from a decode_record result.
+
+    Key fields and same-named value fields map to their columns; the derived typed columns
+    (group_epoch, member_state, resolved_topics, source_topics, source_topic_regexes) are set
+    only for the record types they describe, so each stays null elsewhere.
+    """
+    kind = record["record_type"]
+    subtopologies = record.get("subtopologies") if kind == "streams_group_topology" else None
+    return {
+        **record,
+        "group_epoch": record.get("epoch") if kind in _GROUP_EPOCH_TYPES else None,
+        "member_state": record.get("state"),
+        "resolved_topics": record.get("topics") if kind == "consumer_group_regular_expression" else None,
+        "source_topics": subscribed_topics(subtopologies),
+        "source_topic_regexes": subscribed_topic_regexes(subtopologies),
+        "value_json": value_json(record),
+    }
 
 
 class _Rows:
@@ -83,18 +108,18 @@ class ScalarTables:
         try:
             record = decode_record(key, value)
         except DecodeError as exc:
-            self.rejected.add(row=row, key_version=key_type, reason=str(exc))
+            self.rejected.add(row=row, key_version=key_type, reason=str(exc), skipped_by_kafka=False)
             return
         kind = record["record_type"]
         if kind == "unknown":
-            self.rejected.add(row=row, key_version=key_type, reason=unsupported_reason(key_type))
+            self.rejected.add(row=row, key_version=key_type, reason=unsupported_reason(key_type),
+                              skipped_by_kafka=True)
         elif kind == "offset_commit":
             self.offset_commits.add(row=row, **record)
         elif kind == "group_metadata":
             self._group(row, record)
         else:
-            self.consumer_group_records.add(row=row, **record, group_epoch=record.get("epoch"),
-                                            member_state=record.get("state"), value_json=value_json(record))
+            self.consumer_group_records.add(row=row, **group_record_columns(record))
 
     def _group(self, row: int, record: dict) -> None:
         members = record["members"]

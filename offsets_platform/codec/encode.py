@@ -8,14 +8,18 @@ end of every struct. ``tagged_fields`` arguments (tag -> raw bytes) let callers 
 code does not know, as a newer broker would.
 
 Wire primitives live in ``encode_wire``, the classic records and consumer protocol payloads in
-``encode_classic``, the KIP-848 records in ``encode_kip848``; every name is importable from here.
+``encode_classic``, the KIP-848 records in ``encode_kip848``, the share and streams group records
+in ``encode_share_group`` and ``encode_streams_group``; every name is importable from here.
 """
 
 from __future__ import annotations
 
-from . import encode_classic, encode_kip848, encode_wire
+from . import encode_classic, encode_kip848, encode_share_group, encode_streams_group, encode_wire
 from .encode_classic import *  # noqa: F403  (each submodule's __all__ is its public part)
 from .encode_kip848 import *  # noqa: F403
+from .encode_share_group import *  # noqa: F403
+from .encode_streams_group import *  # noqa: F403
 from .encode_wire import *  # noqa: F403
 
-__all__ = [*encode_wire.__all__, *encode_classic.__all__, *encode_kip848.__all__]
+__all__ = [*encode_wire.__all__, *encode_classic.__all__, *encode_kip848.__all__, *encode_share_group.__all__,
+           *encode_streams_group.__all__]

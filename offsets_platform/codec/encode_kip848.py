@@ -1,4 +1,4 @@
-"""Builders for the KIP-848 consumer group records (key types 3-8, flexible values v0).
+"""Builders for the KIP-848 consumer group records (key types 3-8 and 16, flexible values v0).
 
 Like Kafka, tagged fields at their default are left out; ``tagged`` arguments (tag -> raw
 bytes) add fields this code does not know, as a newer broker would.
@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from .encode_wire import (array, bytes_field, int8, int16, int32, int64, string, tagged_fields, topic_partition_items,
+from .encode_wire import (array, bytes_field, int8, int16, int32, int64, string, tagged_fields,
                           uuid_bytes, uvarint)
-from .kip848 import MEMBER_KEY_TYPES
+from .kip848 import KIP848_KEY_FIELDS
 
 __all__ = [
     "consumer_group_current_member_assignment_key", "consumer_group_current_member_assignment_value",
     "consumer_group_key", "consumer_group_member_metadata_key", "consumer_group_member_metadata_value",
     "consumer_group_metadata_key", "consumer_group_metadata_value", "consumer_group_partition_metadata_key",
-    "consumer_group_partition_metadata_value", "consumer_group_target_assignment_member_key",
+    "consumer_group_partition_metadata_value", "consumer_group_regular_expression_key",
+    "consumer_group_regular_expression_value", "consumer_group_target_assignment_member_key",
     "consumer_group_target_assignment_member_value", "consumer_group_target_assignment_metadata_key",
     "consumer_group_target_assignment_metadata_value",
 ]
@@ -34,7 +35,7 @@ def consumer_group_key(key_type: int, group: str, member_id: str | None = None) 
         The key bytes.
     """
     out = int16(key_type) + string(group)
-    return out + string(member_id) if key_type in MEMBER_KEY_TYPES else out
+    return out + string(member_id) if KIP848_KEY_FIELDS.get(key_type) == ("member_id",) else out
 
 
 def consumer_group_metadata_key(group: str) -> bytes:
@@ -65,6 +66,28 @@ def consumer_group_target_assignment_member_key(group: str, member_id: str) -> b
 def consumer_group_current_member_assignment_key(group: str, member_id: str) -> bytes:
     """Key type 8."""
     return consumer_group_key(8, group, member_id)
+
+
+def consumer_group_regular_expression_key(group: str, regular_expression: str) -> bytes:
+    """Key type 16: group id and the regular expression."""
+    return int16(16) + string(group) + string(regular_expression)
+
+
+def consumer_group_regular_expression_value(topics: Iterable[str], version: int, timestamp: int,
+                                            tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """ConsumerGroupRegularExpressionValue v0.
+
+    Args:
+        topics: The topics the regex resolved to.
+        version: Metadata image version of the resolution.
+        timestamp: When the regex was resolved (ms).
+        tagged: Extra tagged fields.
+
+    Returns:
+        The value bytes.
+    """
+    return (int16(0) + array(topics, lambda t: string(t, True), True) + int64(version) + int64(timestamp)
+            + tagged_fields(tagged))
 
 
 def consumer_group_metadata_value(epoch: int, metadata_hash: int = 0, creation_time_ms: int | None = -1,
@@ -142,24 +165,51 @@ def consumer_group_member_metadata_value(client_id: str, client_host: str, subsc
             + string(server_assignor, True) + tagged_fields(fields))
 
 
-def consumer_group_target_assignment_metadata_value(assignment_epoch: int,
-                                                    tagged: Mapping[int, bytes] | None = None) -> bytes:
-    """ConsumerGroupTargetAssignmentMetadataValue v0.
+def assignment_metadata_value(assignment_epoch: int, assignment_timestamp: int = 0,
+                              tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """{Consumer,Share,Streams}GroupTargetAssignmentMetadataValue v0: the three share one layout.
 
     Args:
         assignment_epoch: Epoch of the target assignment.
+        assignment_timestamp: When the assignment was computed (tag 0, since 4.3; written when not 0).
         tagged: Extra tagged fields.
 
     Returns:
         The value bytes.
     """
-    return int16(0) + int32(assignment_epoch) + tagged_fields(tagged)
+    fields = dict(tagged or {})
+    if assignment_timestamp != 0:
+        fields[0] = int64(assignment_timestamp)
+    return int16(0) + int32(assignment_epoch) + tagged_fields(fields)
 
 
-def _topic_id_partitions(partitions) -> bytes:
+def consumer_group_target_assignment_metadata_value(assignment_epoch: int, assignment_timestamp: int = 0,
+                                                    tagged: Mapping[int, bytes] | None = None) -> bytes:
+    """ConsumerGroupTargetAssignmentMetadataValue v0 (see ``assignment_metadata_value``)."""
+    return assignment_metadata_value(assignment_epoch, assignment_timestamp, tagged)
+
+
+def nullable_int32_array_tag(values) -> dict[int, bytes]:
+    """Tag 0 holding a nullable compact []int32 (AssignmentEpochs), or no tag for None."""
+    if values is None:
+        return {}
+    return {0: array(values, int32, True)}
+
+
+def topic_id_partitions(partitions) -> bytes:
+    """A compact []{TopicId, Partitions} from {topic_id: [partitions]} or [{"topic_id", "partitions"}].
+
+    A dict item may carry "assignment_epochs" (tag 0 of ConsumerGroupCurrentMemberAssignmentValue's
+    struct); Kafka leaves the tag out when it is null.
+    """
+    if isinstance(partitions, Mapping):
+        items = [(topic, parts, None) for topic, parts in partitions.items()]
+    else:
+        items = [(p["topic_id"], p["partitions"], p.get("assignment_epochs")) for p in partitions]
+
     def item(tp):
-        return uuid_bytes(tp[0]) + array(tp[1], int32, True) + tagged_fields()
-    return array(topic_partition_items(partitions, "topic_id"), item, True)
+        return uuid_bytes(tp[0]) + array(tp[1], int32, True) + tagged_fields(nullable_int32_array_tag(tp[2]))
+    return array(items, item, True)
 
 
 def consumer_group_target_assignment_member_value(topic_partitions,
@@ -173,7 +223,7 @@ def consumer_group_target_assignment_member_value(topic_partitions,
     Returns:
         The value bytes.
     """
-    return int16(0) + _topic_id_partitions(topic_partitions) + tagged_fields(tagged)
+    return int16(0) + topic_id_partitions(topic_partitions) + tagged_fields(tagged)
 
 
 def consumer_group_current_member_assignment_value(member_epoch: int, previous_member_epoch: int, state: int,
@@ -193,5 +243,5 @@ def consumer_group_current_member_assignment_value(member_epoch: int, previous_m
         The value bytes.
     """
     return (int16(0) + int32(member_epoch) + int32(previous_member_epoch) + int8(state)
-            + _topic_id_partitions(assigned_partitions) + _topic_id_partitions(partitions_pending_revocation)
+            + topic_id_partitions(assigned_partitions) + topic_id_partitions(partitions_pending_revocation)
             + tagged_fields(tagged))

@@ -1,32 +1,18 @@
-"""Value decoders for the KIP-848 consumer group records (key types 3-8).
+"""Value decoders for the KIP-848 consumer group records (key types 3-8 and 16).
 
-Layouts follow Kafka's group-coordinator schema files (ConsumerGroup*Value.json, newest
-versions). Every value is flexible from version 0: compact strings, bytes and arrays, and a
-tagged-field section at the end of every struct. Unknown tagged fields are skipped; the ones
-the schemas declare (group metadata hash and creation time, classic member metadata) are
+Layouts follow Kafka 4.3's group-coordinator schema files (ConsumerGroup*Value.json). Every
+value is flexible from version 0: compact strings, bytes and arrays, and a tagged-field section
+at the end of every struct. Unknown tagged fields are skipped (that is how newer brokers extend
+a record without a new version); the ones the schemas declare (group metadata hash and creation
+time, classic member metadata, assignment timestamp, per-partition assignment epochs) are
 decoded. Each decoder takes a reader positioned after the value version and returns the value
 fields under snake_case names; topic ids are canonical UUID strings.
 """
 
 from __future__ import annotations
 
+from ._flexible import tagged_int64, texts, topic_id_partitions
 from .reader import ByteReader
-
-# Key types whose key carries a member id after the group id.
-MEMBER_KEY_TYPES = frozenset({5, 7, 8})
-
-
-def _topic_id_partitions(reader: ByteReader, field: str) -> list[dict]:
-    count = reader.array_length(field, flexible=True, min_item_size=18)
-    items = []
-    for i in range(count):
-        path = f"{field}[{i}]"
-        items.append({
-            "topic_id": reader.uuid(f"{path}.topic_id"),
-            "partitions": reader.int32_array(f"{path}.partitions", flexible=True),
-        })
-        reader.tagged_fields(path)
-    return items
 
 
 def consumer_group_metadata(reader: ByteReader, version: int) -> dict:
@@ -102,31 +88,54 @@ def consumer_group_member_metadata(reader: ByteReader, version: int) -> dict:
 
 
 def consumer_group_target_assignment_metadata(reader: ByteReader, version: int) -> dict:
-    """ConsumerGroupTargetAssignmentMetadataValue: AssignmentEpoch."""
+    """ConsumerGroupTargetAssignmentMetadataValue: AssignmentEpoch; tagged AssignmentTimestamp (tag 0, 4.3)."""
     epoch = reader.int32("assignment_epoch")
-    reader.tagged_fields("")
-    return {"assignment_epoch": epoch}
+    tagged = reader.tagged_fields("", {0: ("assignment_timestamp", tagged_int64)})
+    return {"assignment_epoch": epoch, "assignment_timestamp": tagged.get("assignment_timestamp", 0)}
 
 
 def consumer_group_target_assignment_member(reader: ByteReader, version: int) -> dict:
     """ConsumerGroupTargetAssignmentMemberValue: TopicPartitions [TopicId, Partitions]."""
-    partitions = _topic_id_partitions(reader, "topic_partitions")
+    partitions = topic_id_partitions(reader, "topic_partitions")
     reader.tagged_fields("")
     return {"topic_partitions": partitions}
 
 
 def consumer_group_current_member_assignment(reader: ByteReader, version: int) -> dict:
-    """ConsumerGroupCurrentMemberAssignmentValue: epochs, State, assigned and revoking partitions."""
+    """ConsumerGroupCurrentMemberAssignmentValue: epochs, State, assigned and revoking partitions.
+
+    Each partition list's struct carries the tagged AssignmentEpochs (tag 0) since 4.3.
+    """
     value = {
         "member_epoch": reader.int32("member_epoch"),
         "previous_member_epoch": reader.int32("previous_member_epoch"),
         "state": reader.int8("state"),
-        "assigned_partitions": _topic_id_partitions(reader, "assigned_partitions"),
-        "partitions_pending_revocation": _topic_id_partitions(reader, "partitions_pending_revocation"),
+        "assigned_partitions": topic_id_partitions(reader, "assigned_partitions", assignment_epochs=True),
+        "partitions_pending_revocation": topic_id_partitions(reader, "partitions_pending_revocation",
+                                                             assignment_epochs=True),
     }
     reader.tagged_fields("")
     return value
 
+
+def consumer_group_regular_expression(reader: ByteReader, version: int) -> dict:
+    """ConsumerGroupRegularExpressionValue: the topics the key's regex resolved to.
+
+    Topics is what the group is subscribed to through that regex (the coordinator resolves
+    the regex against the cluster's topics); Version is the metadata image version the
+    resolution was made at, Timestamp when.
+    """
+    value = {
+        "topics": texts(reader, "topics"),
+        "version": reader.int64("version"),
+        "timestamp": reader.int64("timestamp"),
+    }
+    reader.tagged_fields("")
+    return value
+
+
+# key type -> key fields after the group id (all int16-length strings: keys are never flexible)
+KIP848_KEY_FIELDS = {5: ("member_id",), 7: ("member_id",), 8: ("member_id",), 16: ("regular_expression",)}
 
 # key type -> (record_type, label for messages, value decoder, value field names)
 KIP848_RECORDS = {
@@ -138,10 +147,12 @@ KIP848_RECORDS = {
         ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
          "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor", "classic_member_metadata")),
     6: ("consumer_group_target_assignment_metadata", "consumer group target assignment metadata",
-        consumer_group_target_assignment_metadata, ("assignment_epoch",)),
+        consumer_group_target_assignment_metadata, ("assignment_epoch", "assignment_timestamp")),
     7: ("consumer_group_target_assignment_member", "consumer group target assignment member",
         consumer_group_target_assignment_member, ("topic_partitions",)),
     8: ("consumer_group_current_member_assignment", "consumer group current member assignment",
         consumer_group_current_member_assignment,
         ("member_epoch", "previous_member_epoch", "state", "assigned_partitions", "partitions_pending_revocation")),
+    16: ("consumer_group_regular_expression", "consumer group regular expression",
+         consumer_group_regular_expression, ("topics", "version", "timestamp")),
 }

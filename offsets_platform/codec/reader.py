@@ -13,6 +13,7 @@ import uuid
 
 _INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
+_UINT16 = struct.Struct(">H")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
@@ -77,6 +78,10 @@ class ByteReader:
         """Read a big-endian signed 16-bit integer."""
         return _INT16.unpack_from(self.buf, self._need(field, 2))[0]
 
+    def uint16(self, field: str) -> int:
+        """Read a big-endian unsigned 16-bit integer (Kafka's ``uint16``, e.g. a port)."""
+        return _UINT16.unpack_from(self.buf, self._need(field, 2))[0]
+
     def int32(self, field: str) -> int:
         """Read a big-endian signed 32-bit integer."""
         return _INT32.unpack_from(self.buf, self._need(field, 4))[0]
@@ -125,18 +130,23 @@ class ByteReader:
             raise self.error(field, f"has invalid length {n} at position {start}")
         return n
 
-    def string(self, field: str, flexible: bool = False) -> str | None:
+    def string(self, field: str, flexible: bool = False, nullable: bool = True) -> str | None:
         """Read a string (int16 length, or compact in flexible versions).
 
         Args:
             field: Field name for errors.
             flexible: True for the compact (varint length + 1) form.
+            nullable: False for a field the schema does not declare nullable: Kafka's
+                generated readers refuse null there, so null is an error.
 
         Returns:
             The string, or None when the length is -1 (null).
         """
+        start = self.pos
         n = self._length(field, flexible, wide=False)
         if n < 0:
+            if not nullable:
+                raise self.error(field, f"is null at position {start}, but the schema does not allow null")
             return None
         if n > MAX_STRING_LENGTH:
             raise self.error(field, f"has length {n}, above Kafka's limit of {MAX_STRING_LENGTH}")
@@ -161,7 +171,7 @@ class ByteReader:
     # -- arrays ---------------------------------------------------------------------------
 
     def array_length(self, field: str, flexible: bool = False, min_item_size: int = 1) -> int:
-        """Read an array length; arrays here are never nullable, so null is an error.
+        """Read the length of an array the schema does not declare nullable: null is an error.
 
         Args:
             field: Field name for errors.
@@ -173,19 +183,30 @@ class ByteReader:
             The element count.
         """
         start = self.pos
+        n = self.nullable_array_length(field, flexible, min_item_size)
+        if n is None:
+            raise self.error(field, f"is null at position {start}, but the schema does not allow null")
+        return n
+
+    def nullable_array_length(self, field: str, flexible: bool = False, min_item_size: int = 1) -> int | None:
+        """Read the length of an array the schema declares nullable; None when it is null.
+
+        Arguments as for ``array_length``.
+        """
+        start = self.pos
         n = self._length(field, flexible, wide=True)
         if n < 0:
-            raise self.error(field, f"is null at position {start}, but the schema does not allow null")
+            return None
         if n * min_item_size > self.end - self.pos:
             raise self.error(
                 field, f"declares {n} elements at position {start}, only {self.end - self.pos} bytes left"
             )
         return n
 
-    def string_array(self, field: str, flexible: bool = False) -> list[str | None]:
-        """Read an array of strings."""
+    def string_array(self, field: str, flexible: bool = False, nullable_items: bool = True) -> list[str | None]:
+        """Read an array of strings; ``nullable_items=False`` refuses null elements, as Kafka does for []string."""
         count = self.array_length(field, flexible, min_item_size=1 if flexible else 2)
-        return [self.string(f"{field}[{i}]", flexible) for i in range(count)]
+        return [self.string(f"{field}[{i}]", flexible, nullable_items) for i in range(count)]
 
     def int32_array(self, field: str, flexible: bool = False) -> list[int]:
         """Read an array of int32."""

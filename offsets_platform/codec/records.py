@@ -2,17 +2,29 @@
 
 Key = int16 record type then the key fields; value = int16 version then the value fields, or
 None for a tombstone. Offset commit (OffsetCommitKey/Value.json, values v0-v4) and classic
-group metadata (GroupMetadataKey/Value.json, values v0-v4) are decoded here, KIP-848 values in
-``kip848``. Unknown record types are reported, not refused, because Kafka's own loader skips
-them. Keys and values must be consumed exactly: leftover bytes mean the record is not what
-its type says, so they are refused.
+group metadata (GroupMetadataKey/Value.json, values v0-v4) are decoded here, KIP-848 values
+(types 3-8, 16) in ``kip848``, share groups (10-15) in ``share_group``, streams groups (17,
+19-23) in ``streams_group``: every record type Kafka 4.3's group coordinator defines.
+
+What Kafka 4.3's loader does, and so what this module does (CoordinatorRecordSerde.deserialize
+and CoordinatorLoaderImpl in coordinator-common):
+- a record type it does not define (GroupCoordinatorRecordSerde throws
+  UnknownRecordTypeException) is logged and skipped, the load goes on: reported here as
+  record_type "unknown", not refused;
+- a value version outside the schema's validVersions (UnknownRecordVersionException) and bytes
+  that do not parse fail the whole partition's load: refused here with a DecodeError.
+A newer broker extends a record with tagged fields (no new version), which are skipped, so its
+records still decode. Keys and values must be consumed exactly: leftover bytes mean the record
+is not what its type says, so they are refused.
 """
 
 from __future__ import annotations
 
 from .consumer_protocol import decode_assignment, decode_subscription
-from .kip848 import KIP848_RECORDS, MEMBER_KEY_TYPES
+from .kip848 import KIP848_KEY_FIELDS, KIP848_RECORDS
 from .reader import ByteReader, DecodeError
+from .share_group import SHARE_GROUP_KEY_FIELDS, SHARE_GROUP_RECORDS
+from .streams_group import STREAMS_GROUP_KEY_FIELDS, STREAMS_GROUP_RECORDS
 
 
 def _offset_commit_value(reader: ByteReader, version: int) -> dict:
@@ -88,11 +100,17 @@ _GROUP_METADATA = ("group_metadata", "group metadata", _group_metadata_value,
                    ("protocol_type", "generation", "protocol", "leader", "current_state_timestamp", "members"))
 
 # key type -> (record_type, label for messages, value decoder, value field names)
-_RECORDS = {0: _OFFSET_COMMIT, 1: _OFFSET_COMMIT, 2: _GROUP_METADATA, **KIP848_RECORDS}
-# record_type -> the value versions this decoder knows (from the schemas' validVersions)
+RECORD_SPECS = {0: _OFFSET_COMMIT, 1: _OFFSET_COMMIT, 2: _GROUP_METADATA, **KIP848_RECORDS,
+                **SHARE_GROUP_RECORDS, **STREAMS_GROUP_RECORDS}
+"""Key type -> (record_type, label, value decoder, value field names), for every type Kafka 4.3 defines."""
+
+# key type -> key fields after the group id (int16-length strings; no key is flexible)
+_KEY_FIELDS = {**KIP848_KEY_FIELDS, **SHARE_GROUP_KEY_FIELDS, **STREAMS_GROUP_KEY_FIELDS}
+# record_type -> the value versions Kafka 4.3's schemas define (validVersions); every other
+# type is at version 0 only.
 _VALUE_VERSIONS = {"offset_commit": (0, 4), "group_metadata": (0, 4)}
 
-RECORD_TYPES: dict[int, str] = {key_type: spec[0] for key_type, spec in _RECORDS.items()}
+RECORD_TYPES: dict[int, str] = {key_type: spec[0] for key_type, spec in RECORD_SPECS.items()}
 """Key type (the int16 at the start of every key) -> record_type name."""
 
 
@@ -112,8 +130,8 @@ def decode_key(key: bytes) -> dict:
 
     Returns:
         {"record_type", "key_version", "group"} plus "topic" and "partition" for offset
-        commits or "member_id" for KIP-848 member records. An unknown key type gives
-        record_type "unknown" and group None.
+        commits, "member_id" for member records, "regular_expression" for type 16. A key type
+        Kafka 4.3 does not define gives record_type "unknown" and group None.
 
     Raises:
         DecodeError: if the key is null, truncated, malformed, or has bytes left over.
@@ -122,7 +140,7 @@ def decode_key(key: bytes) -> dict:
         raise DecodeError("record key: field 'key_type' is missing: the key is null")
     reader = ByteReader(_as_bytes(key, "key"), "record key")
     key_type = reader.int16("key_type")
-    spec = _RECORDS.get(key_type)
+    spec = RECORD_SPECS.get(key_type)
     if spec is None:
         return {"record_type": "unknown", "key_version": key_type, "group": None}
     record_type, label = spec[0], spec[1]
@@ -133,9 +151,9 @@ def decode_key(key: bytes) -> dict:
         result["topic"] = reader.string("topic")
         result["partition"] = reader.int32("partition")
         last = "partition"
-    elif key_type in MEMBER_KEY_TYPES:
-        result["member_id"] = reader.string("member_id")
-        last = "member_id"
+    else:
+        for last in _KEY_FIELDS.get(key_type, ()):
+            result[last] = reader.string(last)
     reader.expect_end(last)
     return result
 
@@ -159,7 +177,7 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
     """
     result = decode_key(key)
     result["tombstone"] = value is None
-    spec = _RECORDS.get(result["key_version"])
+    spec = RECORD_SPECS.get(result["key_version"])
     if spec is None:
         result["value_version"] = None
         return result
@@ -172,7 +190,9 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
     version = reader.int16("version")
     low, high = _VALUE_VERSIONS.get(record_type, (0, 0))
     if not low <= version <= high:
-        raise reader.error("version", f"is {version}, outside the known versions {low}-{high}")
+        # Kafka 4.3's loader fails the partition on such a record (UnknownRecordVersionException).
+        raise reader.error("version", f"is {version}, outside the versions {low}-{high} Kafka 4.3 defines "
+                                      "for this record (Kafka's loader refuses it too)")
     reader.context = f"{label} value v{version}"
     result["value_version"] = version
     result.update(decode_value(reader, version))

@@ -63,12 +63,15 @@ GROUP_MEMBER_SCHEMA = pa.schema([
     ("assignment_bytes", pa.binary()),
 ])
 
+# The records of the KIP-848 (types 3-8, 16), share (10-15) and streams (17, 19-23) groups: the
+# key fields and the fields models filter on are typed, every value field is in value_json.
 CONSUMER_GROUP_RECORD_SCHEMA = pa.schema([
     ("row", pa.int64()),
     ("record_type", pa.string()),
     ("key_version", pa.int16()),
     ("group", pa.string()),
     ("member_id", pa.string()),
+    ("regular_expression", pa.string()),  # key of type 16 (consumer_group_regular_expression)
     ("tombstone", pa.bool_()),
     ("value_version", pa.int16()),
     ("group_epoch", pa.int32()),
@@ -80,11 +83,21 @@ CONSUMER_GROUP_RECORD_SCHEMA = pa.schema([
     ("client_id", pa.string()),
     ("client_host", pa.string()),
     ("rack_id", pa.string()),
+    # type 16: the topics the key's regex resolved to; the group is subscribed to them
+    ("resolved_topics", pa.list_(pa.string())),
+    # type 23 (streams_group_topology): the topics the topology reads by name (source and
+    # repartition source topics of every subtopology), and its source topic regexes
+    ("source_topics", pa.list_(pa.string())),
+    ("source_topic_regexes", pa.list_(pa.string())),
     ("value_json", pa.string()),
 ])
 
+# Records this codec does not decode. skipped_by_kafka tells the two kinds apart: true for a
+# record type Kafka 4.3 does not define, which its loader skips too (with a warning); false for
+# bytes Kafka's loader would fail on (malformed, or a value version it does not know).
 REJECTED_SCHEMA = pa.schema([
     ("row", pa.int64()),
     ("key_version", pa.int16()),
     ("reason", pa.string()),
+    ("skipped_by_kafka", pa.bool_()),
 ])

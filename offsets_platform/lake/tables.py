@@ -80,7 +80,12 @@ _SPECS = [
         layer="bronze",
         schema=_bronze_schema(codec_schemas.CONSUMER_GROUP_RECORD_SCHEMA),
         keys=_RECORD_KEY,
-        description="One row per KIP-848 consumer group record (types 3-8) or its tombstone.",
+        description="One row per KIP-848 consumer group (types 3-8, 16), share group (10-15) or "
+        "streams group (17, 19-23) record, or its tombstone: every group record type Kafka 4.3 "
+        "defines besides offset commits and classic groups. Key fields typed (member_id, "
+        "regular_expression), the topics a group subscribes to typed (resolved_topics of a "
+        "regex, source_topics and source_topic_regexes of a streams topology), every value "
+        "field in value_json.",
     ),
     TableSpec(
         name="rejected_records",
@@ -90,8 +95,10 @@ _SPECS = [
             [pa.field("key", pa.binary()), pa.field("value", pa.binary())],
         ),
         keys=_RECORD_KEY,
-        description="One row per record that could not be decoded or has an unsupported type, "
-        "kept raw with the reason.",
+        description="One row per record that could not be decoded or has a record type Kafka "
+        "4.3 does not define, kept raw with the reason. skipped_by_kafka is true for an unknown "
+        "type, which Kafka's loader skips too (with a warning); false for malformed bytes or an "
+        "unknown value version, on which Kafka's loader fails the partition.",
     ),
     TableSpec(
         name="offsets_topic_checkpoints",

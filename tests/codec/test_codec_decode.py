@@ -360,13 +360,22 @@ def test_consumer_group_target_assignment_member_type_7():
 
 
 def test_consumer_group_current_member_assignment_type_8():
+    # Kafka 4.3 adds the tagged, nullable AssignmentEpochs (tag 0) to each TopicPartitions struct.
+    epochs = tags({0: carr([i32(7), i32(8)])})
     value = (i16(0) + i32(10) + i32(9) + i8(2) + topic_partitions((TOPIC_A, [1]))
-             + topic_partitions((TOPIC_B, [4, 5])) + tags())
+             + carr([TOPIC_B.bytes + carr([i32(4), i32(5)]) + epochs]) + tags())
     rec = decode_record(i16(8) + s("cg") + s("m2"), value)
     assert rec["record_type"] == "consumer_group_current_member_assignment"
     assert (rec["member_epoch"], rec["previous_member_epoch"], rec["state"]) == (10, 9, 2)
-    assert rec["assigned_partitions"] == [{"topic_id": str(TOPIC_A), "partitions": [1]}]
-    assert rec["partitions_pending_revocation"] == [{"topic_id": str(TOPIC_B), "partitions": [4, 5]}]
+    assert rec["assigned_partitions"] == [{"topic_id": str(TOPIC_A), "partitions": [1], "assignment_epochs": None}]
+    assert rec["partitions_pending_revocation"] == [
+        {"topic_id": str(TOPIC_B), "partitions": [4, 5], "assignment_epochs": [7, 8]}]
+
+
+def test_consumer_group_target_assignment_metadata_timestamp_tag():
+    rec = decode_record(i16(6) + s("cg"), i16(0) + i32(4) + tags({0: i64(1_700_000_000_123)}))
+    assert (rec["assignment_epoch"], rec["assignment_timestamp"]) == (4, 1_700_000_000_123)
+    assert decode_record(i16(6) + s("cg"), i16(0) + i32(4) + tags())["assignment_timestamp"] == 0
 
 
 @pytest.mark.parametrize("key_type,has_member", [(3, False), (4, False), (5, True), (6, False), (7, True), (8, True)])
@@ -382,7 +391,9 @@ def test_kip848_tombstones(key_type, has_member):
 
 # -- dispatch ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key_type", [9, 15, 16, 17, 100, -1, 32767])
+# Types Kafka 4.3 does not define: 9 (ShareGroupPartitionMetadata, Kafka 4.0 only), 18 (never
+# released), 24+ and negatives.
+@pytest.mark.parametrize("key_type", [9, 18, 24, 100, -1, 32767])
 def test_unknown_key_types_are_reported_not_refused(key_type):
     rec = decode_record(i16(key_type) + b"whatever follows", b"\x00\x00value")
     assert rec == {"record_type": "unknown", "key_version": key_type, "group": None, "tombstone": False,
@@ -395,7 +406,13 @@ def test_record_types_table():
         0: "offset_commit", 1: "offset_commit", 2: "group_metadata", 3: "consumer_group_metadata",
         4: "consumer_group_partition_metadata", 5: "consumer_group_member_metadata",
         6: "consumer_group_target_assignment_metadata", 7: "consumer_group_target_assignment_member",
-        8: "consumer_group_current_member_assignment"}
+        8: "consumer_group_current_member_assignment", 10: "share_group_member_metadata",
+        11: "share_group_metadata", 12: "share_group_target_assignment_metadata",
+        13: "share_group_target_assignment_member", 14: "share_group_current_member_assignment",
+        15: "share_group_state_partition_metadata", 16: "consumer_group_regular_expression",
+        17: "streams_group_metadata", 19: "streams_group_member_metadata",
+        20: "streams_group_target_assignment_metadata", 21: "streams_group_target_assignment_member",
+        22: "streams_group_current_member_assignment", 23: "streams_group_topology"}
 
 
 def test_accepts_bytearray_and_memoryview():
