@@ -43,7 +43,7 @@ from offsets_platform.kafka.admin_calls import SnapshotAdminClient, error_name
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import TABLES
 
-NOT_PROVIDED = "-"  # Kafka's tool: the partition column of a topic it could not list
+NO_PARTITION = "-"  # Kafka's tool: the partition column of a topic it could not list
 MIN_TOPIC_WIDTH = 15  # Kafka's ConsumerGroupCommand.deleteOffsets: "%-<max(15, longest)>s %-10s %-15s"
 PARTITION_LEVEL_VERDICT = "Encountered some partition-level error, see the follow-up details."
 OFFSET_DELETE, DELETE_GROUPS = "OffsetDelete", "DeleteGroups"
@@ -136,7 +136,7 @@ class DeleteOffsetsResult:
         width = max([MIN_TOPIC_WIDTH] + [len(row.topic) for row in ordered])
         line = f"%-{width}s %-10s %-15s"
         table = [line % ("TOPIC", "PARTITION", "STATUS")] + [
-            line % (row.topic, NOT_PROVIDED if row.partition is None else row.partition, row.status)
+            line % (row.topic, NO_PARTITION if row.partition is None else row.partition, row.status)
             for row in ordered]
         return self._verdict() + [""] + table
 

@@ -1,8 +1,9 @@
-"""Plans, approval and apply against the embedded broker, on the live workload's real groups.
+"""Plans, approval and apply against the embedded Apache Kafka broker, on groups made by real clients.
 
-The workload leaves: orders-active and billing-slow Stable, search-changed-subscription Stable
-with committed offsets on a topic it no longer reads, reports-stopped Empty, ledger-standalone
-(assign + commit) and connect-sink. With idle_hours=0 every Empty group is "idle".
+The module's groups: `orders-active`, Stable, subscribed to orders; `search-changed`, Stable,
+subscribed to payments, with committed offsets left on orders (a topic it no longer reads);
+`reports-stopped`, a consumer group that committed and left (Empty); `ledger-standalone`, offsets
+committed without ever joining. With idle_hours=0 every Empty group is "idle".
 """
 
 from __future__ import annotations
@@ -18,31 +19,42 @@ from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlanErr
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.models import ModelRunner
-from offsets_platform.workload.live import run_live_workload
+from offsets_platform.settings import KafkaConnection
 from offsets_platform.workload.live.clients import committed_offsets
+from tests.cleanup.direct_helpers import ORDERS, PAYMENTS, commit, empty_group, join_group, standalone_commit
 
 QUIET = {"emit": lambda line: None}
+CHANGED, STALE_TOPIC, KEPT_TOPIC = "search-changed", ORDERS, PAYMENTS
+STALE_OFFSETS = {(ORDERS, 0): (4, ""), (ORDERS, 1): (6, ""), (ORDERS, 2): (8, "")}
 
 
 @pytest.fixture(scope="module")
-def cluster(spark, broker, connection, tmp_path_factory):
+def cluster(spark, bootstrap, connection, tmp_path_factory):
     from offsets_platform.lake import Lake
 
     lake = Lake(tmp_path_factory.mktemp("lake"))
-    workload = run_live_workload(broker.bootstrap_servers, seed=5, scale=0.1, **QUIET)
+    members = []
     try:
+        members.append(join_group(bootstrap, "orders-active", [ORDERS], 3))
+        commit(members[-1], {(ORDERS, p): (2, "") for p in range(3)})
+        # A member of the classic protocol may commit any partition: the offsets on orders stay
+        # behind from what the group read before, while it now subscribes to payments only.
+        members.append(join_group(bootstrap, CHANGED, [KEPT_TOPIC], 2))
+        commit(members[-1], {**STALE_OFFSETS, (PAYMENTS, 0): (3, ""), (PAYMENTS, 1): (5, "")})
+        empty_group(bootstrap, "reports-stopped", [ORDERS], {(ORDERS, 0): 5})
+        standalone_commit(bootstrap, "ledger-standalone", {(PAYMENTS, 1): 2})
         snapshot_cluster(connection, lake, **QUIET)
         ModelRunner(spark, lake, **QUIET).run_all()
-        yield workload, lake
+        yield lake
     finally:
-        workload.stop()
+        for member in members:
+            member.close()
 
 
 @pytest.fixture(scope="module")
 def plan(cluster):
-    workload, lake = cluster
-    plan = build_plan(lake, created_by="test", idle_hours=0)
-    save_plan(lake, plan)
+    plan = build_plan(cluster, created_by="test", idle_hours=0)
+    save_plan(cluster, plan)
     return plan
 
 
@@ -50,42 +62,30 @@ def _targets(plan, action):
     return {(a.group, a.topic, a.partition) for a in plan.actions if a.action == action}
 
 
-def test_plan_holds_stale_offsets_and_idle_groups_and_nothing_of_active_groups(cluster, plan):
-    workload, _ = cluster
-    changed = workload.changed_subscription
-    stale = {(changed["group"], changed["left_behind_topic"], p)
-             for (t, p) in workload.groups[changed["group"]].committed if t == changed["left_behind_topic"]}
-    assert stale and _targets(plan, OFFSET_DELETE) == stale
+def test_plan_holds_stale_offsets_and_idle_groups_and_nothing_of_active_groups(plan):
+    assert _targets(plan, OFFSET_DELETE) == {(CHANGED, topic, p) for topic, p in STALE_OFFSETS}
     assert {g for g, _, _ in _targets(plan, DELETE_GROUPS)} == {"reports-stopped", "ledger-standalone"}
-    touched = {a.group for a in plan.actions}
-    assert not touched & {"orders-active", "billing-slow", "connect-sink"}
-    action = next(a for a in plan.actions if a.action == OFFSET_DELETE)
-    assert action.facts["group_state"] == "Stable" and changed["kept_topic"] in action.facts["subscribed_topics"]
-    assert action.facts["committed_offset"] == workload.groups[changed["group"]].committed[(action.topic, action.partition)]
+    assert "orders-active" not in {a.group for a in plan.actions}
+    for action in (a for a in plan.actions if a.action == OFFSET_DELETE):
+        assert action.facts["group_state"] == "Stable" and action.facts["subscribed_topics"] == [KEPT_TOPIC]
+        assert action.facts["committed_offset"] == STALE_OFFSETS[(action.topic, action.partition)][0]
 
 
 def test_a_plan_touching_a_subscribed_topic_or_a_group_with_members_cannot_be_built(cluster):
-    _, lake = cluster
     with pytest.raises(PlanError, match="cannot clean 'orders-active' early: it is Stable"):
-        build_plan(lake, created_by="test", clean_early=("orders-active",))
+        build_plan(cluster, created_by="test", clean_early=("orders-active",))
 
 
-def test_unknown_unapproved_and_expired_plans_are_refused(cluster, plan):
-    _, lake = cluster
+def test_unknown_unapproved_and_expired_plans_are_refused(cluster, plan, connection):
+    lake = cluster
     with pytest.raises(PlanError, match="unknown plan 'nope'"):
         approve(lake, "nope", "alice")
     with pytest.raises(PlanError, match="expired"):
         approve(lake, plan.plan_id, "alice", now=plan.expires_at + timedelta(seconds=1))
     with pytest.raises(PlanError, match="no approved action"):
-        apply_plan(lake, _connection(cluster), plan.plan_id, **QUIET)
+        apply_plan(lake, connection, plan.plan_id, **QUIET)
     with pytest.raises(PlanError, match="approver"):
         approve(lake, plan.plan_id, " ")
-
-
-def _connection(cluster):
-    from offsets_platform.settings import KafkaConnection
-
-    return KafkaConnection(bootstrap_servers=cluster[0].bootstrap_servers)
 
 
 def _member_joins(bootstrap: str, group: str, topic: str) -> Consumer:
@@ -103,10 +103,9 @@ def _listed_groups(connection) -> set[str]:
         return {group["group_id"] for group in admin.list_groups()}
 
 
-def test_apply_deletes_exactly_what_was_approved_and_skips_what_changed(cluster, plan):
-    workload, lake = cluster
-    connection = _connection(cluster)
-    changed = workload.changed_subscription["group"]
+def test_apply_deletes_exactly_what_was_approved_and_skips_what_changed(cluster, plan, bootstrap):
+    lake, changed = cluster, CHANGED
+    connection = KafkaConnection(bootstrap_servers=bootstrap)
     stale = sorted((a for a in plan.actions if a.action == OFFSET_DELETE), key=lambda a: (a.topic, a.partition))
     approved_offsets, left_alone = stale[:-1], stale[-1]
     groups = {a.group: a for a in plan.actions if a.action == DELETE_GROUPS}
@@ -115,8 +114,7 @@ def test_apply_deletes_exactly_what_was_approved_and_skips_what_changed(cluster,
             + [groups["ledger-standalone"].action_id, groups["reports-stopped"].action_id])
 
     # between approval and apply, the stopped group gets a member again
-    stopped_topic = workload.groups["reports-stopped"].subscribed_topics[0]
-    member = _member_joins(workload.bootstrap_servers, "reports-stopped", stopped_topic)
+    member = _member_joins(bootstrap, "reports-stopped", ORDERS)
     try:
         dry = apply_plan(lake, connection, plan.plan_id, dry_run=True, **QUIET)
         assert dry.count("dry_run") == len(approved_offsets) + 1 and dry.count("deleted") == 0
