@@ -87,7 +87,9 @@ def assert_matches_scalar(keys: list, values: list) -> None:
                 assert {k: got_member[k] for k in _expected_member(want_member)} == _expected_member(want_member)
         if table == "consumer_group_records":
             assert got["value_json"] == value_json(want)
-            assert got["group_epoch"] == want.get("epoch") and got["member_state"] == want.get("state")
+            # a topology's Epoch is the topology's, not the group's
+            group_epoch = None if want["record_type"] == "streams_group_topology" else want.get("epoch")
+            assert got["group_epoch"] == group_epoch and got["member_state"] == want.get("state")
     assert not members, "members of rows that are not group metadata"
 
 
@@ -171,6 +173,16 @@ def mixed_records() -> list[tuple]:
             [{"topic_id": TOPIC_ID, "topic_name": "t", "num_partitions": 1}])),
         (enc.consumer_group_current_member_assignment_key("cg", "m"), None),
         (enc.consumer_group_metadata_key("cg"), b"\x00\x01\x00"),
+        (enc.consumer_group_regular_expression_key("cg", "^t.*"),
+         enc.consumer_group_regular_expression_value(["t1", "t2"], 3, 1000)),
+        (enc.share_group_member_metadata_key("sg", "m"), enc.share_group_member_metadata_value("c", "h", ["t1"])),
+        (enc.share_group_current_member_assignment_key("sg", "m"),
+         enc.share_group_current_member_assignment_value(2, 1, 0, {TOPIC_ID: [0]})),
+        (enc.streams_group_metadata_key("app"), enc.streams_group_metadata_value(3, 9, 1)),
+        (enc.streams_group_topology_key("app"), enc.streams_group_topology_value(1, [
+            {"subtopology_id": "0", "source_topics": ["in"],
+             "repartition_source_topics": [{"name": "app-repartition", "partitions": 2}]}])),
+        (enc.streams_group_topology_key("app"), None),
     ]
     return records
 
