@@ -72,7 +72,9 @@ def take_snapshot(
         topics: only these topics (None: every topic but `__consumer_offsets` and
             `__transaction_state`).
         offsets_retention_fallback_minutes: used, with source 'fallback', when the broker does
-            not expose offsets.retention.minutes (managed services and some brokers do not).
+            not expose offsets.retention.minutes: some managed services hide broker configs, and
+            DescribeConfigs of a broker needs the DescribeConfigs permission on the cluster.
+            Apache Kafka answers it otherwise (default 10080).
         timeout_s: bound on reaching the cluster (TCP, then the first Kafka answer).
         request_timeout_s: bound on each request; each admin call (a few requests) is cut
             after three times this, which ends the snapshot as unreachable.
