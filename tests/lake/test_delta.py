@@ -47,8 +47,9 @@ def test_append_creates_the_table_and_each_append_is_one_commit(lake):
 
 def test_merge_upserts_by_the_registered_keys(lake):
     lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0, 1], [5, 7]))
-    changed = checkpoint_rows("r1", [1, 2], [7, 3]).set_column(
-        3, "record_count", pa.array([40, 1], pa.int64()))
+    rows = checkpoint_rows("r1", [1, 2], [7, 3])
+    changed = rows.set_column(rows.schema.get_field_index("record_count"), "record_count",
+                              pa.array([40, 1], pa.int64()))
     lake.merge("offsets_topic_checkpoints", changed)
     rows = {(r["source_partition"], r["next_offset"]): r["record_count"]
             for r in lake.read_arrow("offsets_topic_checkpoints").to_pylist()}
@@ -69,8 +70,9 @@ def test_a_lake_sees_what_another_writer_committed_since_it_opened_the_table(lak
 def test_a_lake_merged_into_by_another_writer_reads_the_merged_rows(lake):
     lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0], [5]))
     assert lake.read_arrow("offsets_topic_checkpoints")["record_count"].to_pylist() == [1]
-    Lake(lake.root).merge("offsets_topic_checkpoints", checkpoint_rows("r1", [0], [5]).set_column(
-        3, "record_count", pa.array([40], pa.int64())))
+    rows = checkpoint_rows("r1", [0], [5])
+    Lake(lake.root).merge("offsets_topic_checkpoints", rows.set_column(
+        rows.schema.get_field_index("record_count"), "record_count", pa.array([40], pa.int64())))
     assert lake.read_arrow("offsets_topic_checkpoints")["record_count"].to_pylist() == [40]
 
 
