@@ -1,8 +1,12 @@
 -- For every committed offset: whether Kafka's expiration rules (KIP-211, KIP-496) make it a
 -- candidate, which rule applies, its base time and when it expires. This follows the group
--- coordinator: the group's kind picks the candidates and their base time; for a candidate, a
+-- coordinator (OffsetMetadataManager.cleanupExpiredOffsets): the group's kind picks the
+-- candidates (topics the group is not subscribed to, isSubscribedToTopic) and their base time
+-- (offsetExpirationCondition of ClassicGroup, ConsumerGroup, StreamsGroup); for a candidate, a
 -- legacy per-offset expire timestamp replaces base + offsets.retention.minutes; an offset with a
--- pending transactional commit never expires.
+-- pending transactional commit never expires. KIP-848 and streams groups: commit time in every
+-- state, topics not subscribed (a streams group subscribes to nothing while Empty). Share groups
+-- keep no committed offsets here (their state is in __share_group_state).
 with offsets as (
     select * from {{ ref('committed_offsets') }}
 ),
@@ -43,6 +47,9 @@ by_group as (
              when pending_transaction then null
              when classification = 'kip848_consumer' then
                case when topic_subscribed then null else 'kip848_unsubscribed_topic' end
+             when classification = 'streams' then
+               case when topic_subscribed then null else 'streams_unsubscribed_topic' end
+             when classification = 'share' then null
              when group_state = 'Dead' or classification = 'standalone' then 'standalone'
              when group_state = 'Empty' then 'empty_group'
              when group_state = 'Stable' and classification = 'consumer' and not subscriptions_unknown
@@ -50,7 +57,9 @@ by_group as (
            end as group_rule,
            case
              when pending_transaction then 'pending transactional commit'
-             when classification = 'kip848_consumer' and topic_subscribed then 'topic subscribed by a member'
+             when classification in ('kip848_consumer', 'streams') and topic_subscribed
+               then 'topic subscribed by a member'
+             when classification = 'share' then 'share groups keep no committed offsets'
              when group_state in ('PreparingRebalance', 'CompletingRebalance') then 'group is rebalancing'
              when group_state = 'Stable' and classification = 'other_protocol'
                then concat('Stable group with protocol type ', protocol_type)

@@ -2,6 +2,8 @@
 -- snapshot newer than that record says what DescribeGroups reported (including the transitional
 -- PreparingRebalance and CompletingRebalance). A group that has committed offsets but no group
 -- record at all is a standalone group (assign + commit), which Kafka lists as Empty.
+-- The group's kind (classification) follows its latest record: Kafka converts a group between
+-- the classic and the KIP-848 protocol by writing the other protocol's records.
 with history as (
     select * from {{ ref('group_state_history') }}
 ),
@@ -9,9 +11,6 @@ latest_log as (
     select `group`, max_by(struct(*), source_offset) as r
     from history where source = 'log'
     group by `group`
-),
-kip848_groups as (
-    select distinct `group` from history where kind = 'kip848'
 ),
 latest_snapshot as (
     select snapshot_id, snapshot_at from {{ source('bronze', 'broker_configs') }}
@@ -39,16 +38,14 @@ combined as (
            l.r as log, s.state as snapshot_state, s.protocol_type as snapshot_protocol_type,
            s.protocol as snapshot_protocol, s.member_count as snapshot_member_count,
            s.snapshot_at, s.snapshot_id, ss.since as snapshot_since,
-           o.last_commit,
-           k.`group` is not null as is_kip848
+           o.last_commit
     from latest_log l
     full outer join snapshot_now s on s.`group` = l.`group`
     full outer join standalone o on o.`group` = coalesce(l.`group`, s.`group`)
     left join snapshot_since ss on ss.`group` = coalesce(l.`group`, s.`group`, o.`group`)
-    left join kip848_groups k on k.`group` = coalesce(l.`group`, s.`group`, o.`group`)
 ),
 resolved as (
-    select `group`, state_source, is_kip848,
+    select `group`, state_source, coalesce(log.kind, 'classic') as kind,
            case state_source when 'snapshot' then snapshot_state when 'log' then log.state else 'Empty' end as state,
            case state_source when 'snapshot' then snapshot_protocol_type when 'log' then log.protocol_type
                 else '' end as protocol_type,
@@ -68,7 +65,8 @@ resolved as (
     from combined
 )
 select `group`, state,
-       case when is_kip848 then 'kip848_consumer'
+       case when kind = 'kip848' then 'kip848_consumer'
+            when kind in ('share', 'streams') then kind
             when protocol_type = 'consumer' then 'consumer'
             when protocol_type is null or protocol_type = '' then 'standalone'
             else 'other_protocol' end as classification,

@@ -1,11 +1,16 @@
 -- Every observed change of a group's state, from three places:
 --  * classic group records in the log: one per completed rebalance (members: Stable), per group
 --    going Empty (no members), and a tombstone when the group is deleted (Dead);
---  * KIP-848 records in the log: the member count changes as member records come and go, and a
---    tombstone of the group's metadata record deletes the group;
+--  * the records of the groups of Kafka 4.x's new protocols in the log: KIP-848 consumer groups,
+--    share groups (KIP-932) and streams groups (KIP-1071). Each member has a member record, so
+--    the member count changes as member records come and go (Empty at none, Stable otherwise),
+--    and a tombstone of the group's metadata record deletes the group (Dead);
 --  * admin-API snapshots: a row when DescribeGroups reports a state other than the group's
 --    previous snapshot did (this is the only place PreparingRebalance and CompletingRebalance,
 --    which Kafka never logs, can show up).
+-- `kind` says which: classic, kip848, share, streams or snapshot. Kafka converts a group between
+-- the classic and the KIP-848 protocol by writing the other kind's records (and tombstones for the
+-- old ones), so the latest record tells the group's kind now.
 with classic as (
     select `group`, source_timestamp as observed_at,
            case when tombstone then 'Dead' when member_count = 0 then 'Empty' else 'Stable' end as state,
@@ -14,40 +19,53 @@ with classic as (
            cast(null as string) as snapshot_id
     from {{ source('bronze', 'group_metadata_records') }}
 ),
-kip848_member_records as (
+modern_member_records as (
     select `group`, member_id, tombstone, source_timestamp, source_partition, source_offset,
-           lag(tombstone) over (partition by `group`, member_id order by source_offset) as previous_tombstone
+           case record_type when 'consumer_group_member_metadata' then 'kip848'
+                            when 'share_group_member_metadata' then 'share' else 'streams' end as kind,
+           lag(tombstone) over (partition by `group`, record_type, member_id order by source_offset)
+               as previous_tombstone
     from {{ source('bronze', 'consumer_group_records') }}
-    where record_type = 'consumer_group_member_metadata'
+    where record_type in ('consumer_group_member_metadata', 'share_group_member_metadata',
+                          'streams_group_member_metadata')
 ),
-kip848_member_changes as (
+modern_member_changes as (
     -- +1 when a member appears, -1 when its record is tombstoned; updates of a member are 0
     select *, case when not tombstone and coalesce(previous_tombstone, true) then 1
                    when tombstone and previous_tombstone = false then -1
                    else 0 end as change
-    from kip848_member_records
+    from modern_member_records
 ),
-kip848_members as (
-    select `group`, source_timestamp as observed_at,
-           cast(sum(change) over (partition by `group` order by source_offset
+modern_members as (
+    select `group`, kind, source_timestamp as observed_at,
+           cast(sum(change) over (partition by `group`, kind order by source_offset
                                   rows between unbounded preceding and current row) as int) as member_count,
            source_partition, source_offset
-    from kip848_member_changes
+    from modern_member_changes
     where change <> 0
 ),
-kip848 as (
+modern_deleted as (
+    select `group`, source_timestamp as observed_at, source_partition, source_offset,
+           case record_type when 'consumer_group_metadata' then 'kip848'
+                            when 'share_group_metadata' then 'share' else 'streams' end as kind
+    from {{ source('bronze', 'consumer_group_records') }}
+    where record_type in ('consumer_group_metadata', 'share_group_metadata', 'streams_group_metadata')
+      and tombstone
+),
+modern as (
+    -- protocol types as ListGroups reports them (ConsumerGroup, ShareGroup, StreamsGroup.protocolType)
     select `group`, observed_at, case when member_count = 0 then 'Empty' else 'Stable' end as state,
-           'consumer' as protocol_type, cast(null as string) as protocol, cast(null as int) as generation,
+           case kind when 'kip848' then 'consumer' else kind end as protocol_type,
+           cast(null as string) as protocol, cast(null as int) as generation,
            cast(null as string) as leader, member_count,
            cast(null as timestamp) as current_state_timestamp,
-           'log' as source, 'kip848' as kind, source_partition, source_offset,
+           'log' as source, kind, source_partition, source_offset,
            cast(null as string) as snapshot_id
-    from kip848_members
+    from modern_members
     union all
-    select `group`, source_timestamp, 'Dead', 'consumer', null, null, null, 0, null,
-           'log', 'kip848', source_partition, source_offset, null
-    from {{ source('bronze', 'consumer_group_records') }}
-    where record_type = 'consumer_group_metadata' and tombstone
+    select `group`, observed_at, 'Dead', case kind when 'kip848' then 'consumer' else kind end, null, null, null,
+           0, null, 'log', kind, source_partition, source_offset, null
+    from modern_deleted
 ),
 snapshot_observations as (
     select g.`group`, g.snapshot_at as observed_at, g.state, g.protocol_type, g.protocol,
@@ -68,6 +86,6 @@ snapshots as (
 )
 select * from classic
 union all
-select * from kip848
+select * from modern
 union all
 select * from snapshots

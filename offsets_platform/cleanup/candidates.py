@@ -1,9 +1,12 @@
 """What a cleanup could remove, read from the gold and silver tables.
 
 - OffsetDelete (KIP-496) for committed offsets of topics no live member of the group subscribes
-  to (rules `unsubscribed_topic` and `kip848_unsubscribed_topic`): the stale offsets that make
-  lag alerts lie.
-- DeleteGroups (KIP-229) for groups Empty, without members, for longer than `idle_hours`.
+  to (rules `unsubscribed_topic`, `kip848_unsubscribed_topic` and `streams_unsubscribed_topic`):
+  the stale offsets that make lag alerts lie. Only for groups with members: an Empty group
+  subscribes to nothing, so every offset of an Empty KIP-848 or streams group would qualify, and
+  a group briefly Empty during a redeploy would restart from auto.offset.reset.
+- DeleteGroups (KIP-229) for groups Empty, without members, for longer than `idle_hours`, of
+  every kind (classic, KIP-848, streams; Kafka deletes an Empty group of any of them).
 
 Never an offset of a topic a member subscribes to, never a group with members. Kafka would refuse
 such an action when applied (GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP), but a plan that holds
@@ -23,9 +26,11 @@ _STALE_OFFSETS = """
 select e."group", e.topic, e."partition", e.committed_offset, e.commit_time_estimate, e.expires_at,
        l.lag_messages
 from expirable_offsets e
+join group_state g on g."group" = e."group"
 left join consumer_lag l on l."group" = e."group" and l.topic = e.topic and l."partition" = e."partition"
 left join group_subscriptions s on s."group" = e."group" and s.topic = e.topic
-where e.rule in ('unsubscribed_topic', 'kip848_unsubscribed_topic') and s.topic is null
+where e.rule in ('unsubscribed_topic', 'kip848_unsubscribed_topic', 'streams_unsubscribed_topic')
+  and s.topic is null and g.member_count > 0 and g.state not in ('Empty', 'Dead')
 order by e."group", e.topic, e."partition"
 """
 
@@ -43,7 +48,8 @@ class CleanupCandidates:
 
 def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> CleanupCandidates:
     """The offsets and groups a cleanup could remove now (nothing is sent to any broker here)."""
-    stale = lake.query(_STALE_OFFSETS, "expirable_offsets", "consumer_lag", "group_subscriptions").to_pylist()
+    stale = lake.query(_STALE_OFFSETS, "expirable_offsets", "group_state", "consumer_lag",
+                       "group_subscriptions").to_pylist()
     evaluated = lake.query("select max(evaluated_at) as at from expirable_offsets", "expirable_offsets")
     now = evaluated.column("at")[0].as_py()
     idle = []

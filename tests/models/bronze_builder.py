@@ -69,10 +69,31 @@ class BronzeBuilder:
                   group=group, tombstone=tombstone, group_epoch=None if tombstone else epoch)
 
     def kip848_member(self, group: str, member_id: str, written_at: datetime, topics: list[str] | None = None,
-                      tombstone: bool = False) -> None:
+                      tombstone: bool = False, regex: str | None = None) -> None:
         self._log("consumer_group_records", written_at, key_version=5,
                   record_type="consumer_group_member_metadata", group=group, member_id=member_id,
-                  tombstone=tombstone, subscribed_topic_names=None if tombstone else topics)
+                  tombstone=tombstone, subscribed_topic_names=None if tombstone else (topics or []),
+                  subscribed_topic_regex=None if tombstone else regex)
+
+    def kip848_regex(self, group: str, regex: str, written_at: datetime, topics: list[str] | None = None,
+                     tombstone: bool = False) -> None:
+        """A KIP-848 group's resolved regular expression (type 16), or its tombstone."""
+        self._log("consumer_group_records", written_at, key_version=16,
+                  record_type="consumer_group_regular_expression", group=group, regular_expression=regex,
+                  tombstone=tombstone, resolved_topics=None if tombstone else topics)
+
+    def streams_group(self, group: str, written_at: datetime, epoch: int = 1, tombstone: bool = False) -> None:
+        self._log("consumer_group_records", written_at, key_version=17, record_type="streams_group_metadata",
+                  group=group, tombstone=tombstone, group_epoch=None if tombstone else epoch)
+
+    def streams_member(self, group: str, member_id: str, written_at: datetime, tombstone: bool = False) -> None:
+        self._log("consumer_group_records", written_at, key_version=19,
+                  record_type="streams_group_member_metadata", group=group, member_id=member_id,
+                  tombstone=tombstone)
+
+    def streams_topology(self, group: str, written_at: datetime, source_topics: list[str]) -> None:
+        self._log("consumer_group_records", written_at, key_version=23, record_type="streams_group_topology",
+                  group=group, tombstone=False, source_topics=source_topics)
 
     def pending_commit(self, group: str, topic: str, partition: int, seen_at: datetime) -> None:
         self.rows["pending_offset_commits"].append({"group": group, "topic": topic, "partition": partition,

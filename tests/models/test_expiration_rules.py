@@ -55,6 +55,41 @@ def expirable(spark, module_lake):
     b.kip848_member("kip848", "m1", at(hours=1), topics=["payments"])
     b.commit("kip848", "payments", 0, 13, at(hours=2))
     b.commit("kip848", "refunds", 0, 14, at(hours=3))
+    # KIP-848 group subscribed by a regular expression: the topics it resolved to are subscribed;
+    # an expression no member uses any more was tombstoned, and its topics are not.
+    b.kip848_group("kip848-regex", at(hours=1))
+    b.kip848_member("kip848-regex", "r1", at(hours=1), regex="(^clk-.*)")
+    b.kip848_regex("kip848-regex", "(^gone-.*)", at(hours=1), topics=["gone-a"])
+    b.kip848_regex("kip848-regex", "(^clk-.*)", at(hours=1), topics=["clk-app", "clk-web"])
+    b.kip848_regex("kip848-regex", "(^gone-.*)", at(hours=2), tombstone=True)
+    for topic in ("clk-app", "clk-web", "gone-a"):
+        b.commit("kip848-regex", topic, 0, 20, at(hours=3))
+    # Streams group with a member: its topology's source topics are subscribed.
+    b.streams_group("streams-live", at(hours=1))
+    b.streams_member("streams-live", "s1", at(hours=1))
+    b.streams_topology("streams-live", at(hours=1), ["words", "streams-live-repartition"])
+    b.commit("streams-live", "words", 0, 30, at(hours=2))
+    b.commit("streams-live", "streams-live-repartition", 0, 31, at(hours=2))
+    b.commit("streams-live", "old-words", 0, 32, at(hours=2))
+    # Streams group whose last member left: Empty, so it subscribes to nothing.
+    b.streams_group("streams-empty", at(hours=1))
+    b.streams_member("streams-empty", "s1", at(hours=1))
+    b.streams_topology("streams-empty", at(hours=1), ["words"])
+    b.commit("streams-empty", "words", 0, 33, at(hours=4))
+    b.streams_member("streams-empty", "s1", at(hours=5), tombstone=True)
+    # KIP-848 group whose only member left: Empty.
+    b.kip848_group("kip848-empty", at(hours=1))
+    b.kip848_member("kip848-empty", "m1", at(hours=1), topics=["payments"])
+    b.commit("kip848-empty", "payments", 0, 50, at(hours=2))
+    b.kip848_member("kip848-empty", "m1", at(hours=6), tombstone=True)
+    # A KIP-848 group converted back to the classic protocol: Kafka tombstones the KIP-848
+    # records and writes a classic group record; the group is a classic consumer group now.
+    b.kip848_group("converted", at(hours=1))
+    b.kip848_member("converted", "m1", at(hours=1), topics=["orders"])
+    b.commit("converted", "old-topic", 0, 40, at(hours=2))
+    b.kip848_member("converted", "m1", at(hours=3), tombstone=True)
+    b.kip848_group("converted", at(hours=3), tombstone=True)
+    b.group_record("converted", at(hours=3), members={"c1": ["orders"]}, current_state_at=at(hours=3))
     # Standalone with a transactional commit still pending.
     b.commit("pending", "orders", 0, 15, at(hours=1))
     b.pending_commit("pending", "orders", 0, at(days=2))
@@ -139,6 +174,33 @@ def test_kip848_group_expires_topics_no_member_subscribes(expirable):
     assert row["expires_at"] == at(hours=3) + RETENTION
 
 
+def test_kip848_regex_topics_are_subscribed_while_the_expression_is_in_use(expirable):
+    # ConsumerGroup.updateResolvedRegularExpression adds the resolved topics to the subscribed ones
+    for topic in ("clk-app", "clk-web"):
+        row = expirable[("kip848-regex", topic, 0)]
+        assert (row["rule"], row["not_eligible_reason"]) == ("not_eligible", "topic subscribed by a member")
+    gone = expirable[("kip848-regex", "gone-a", 0)]
+    assert (gone["rule"], gone["expires_at"]) == ("kip848_unsubscribed_topic", at(hours=3) + RETENTION)
+
+
+def test_streams_group_subscribes_to_its_topology_while_it_has_members(expirable):
+    for topic in ("words", "streams-live-repartition"):
+        row = expirable[("streams-live", topic, 0)]
+        assert (row["classification"], row["rule"]) == ("streams", "not_eligible")
+    old = expirable[("streams-live", "old-words", 0)]
+    assert (old["rule"], old["expires_at"]) == ("streams_unsubscribed_topic", at(hours=2) + RETENTION)
+    # StreamsGroup.isSubscribedToTopic is false while Empty; the base is the commit time
+    empty = expirable[("streams-empty", "words", 0)]
+    assert (empty["group_state"], empty["classification"]) == ("Empty", "streams")
+    assert (empty["rule"], empty["expires_at"]) == ("streams_unsubscribed_topic", at(hours=4) + RETENTION)
+
+
+def test_a_group_converted_back_to_classic_follows_its_latest_records(expirable):
+    row = expirable[("converted", "old-topic", 0)]
+    assert (row["classification"], row["group_state"]) == ("consumer", "Stable")
+    assert (row["rule"], row["expires_at"]) == ("unsubscribed_topic", at(hours=2) + RETENTION)
+
+
 def test_pending_transactional_commit_never_expires(expirable):
     row = expirable[("pending", "orders", 0)]
     assert (row["rule"], row["not_eligible_reason"]) == ("not_eligible", "pending transactional commit")
@@ -150,3 +212,22 @@ def test_deleted_offset_is_gone(expirable):
 
 def test_retention_comes_from_the_broker_config(expirable):
     assert {row["retention_minutes"] for row in expirable.values()} == {1440}
+
+
+def test_the_cleanup_plan_waits_for_idle_empty_groups_of_every_kind(expirable, module_lake):
+    from offsets_platform.cleanup.candidates import cleanup_candidates
+
+    candidates = cleanup_candidates(module_lake, idle_hours=24)
+    proposed = {(row["group"], row["topic"]) for row in candidates.offset_deletes}
+    # stale offsets of groups with members
+    assert {("stable", "old-topic"), ("kip848", "refunds"), ("kip848-regex", "gone-a"),
+            ("streams-live", "old-words")} <= proposed
+    # never a subscribed topic, and nothing of an Empty group: every offset of an Empty KIP-848 or
+    # streams group is unsubscribed, yet a redeploy would find them gone
+    assert not {key for key in proposed if key[0] in ("kip848-empty", "streams-empty")}
+    assert not proposed & {("kip848-regex", "clk-app"), ("streams-live", "words"), ("kip848", "payments")}
+    # Empty groups of every kind are deleted whole once idle for idle_hours (Kafka accepts
+    # DeleteGroups for an Empty classic, KIP-848 or streams group)
+    idle = {row["group"]: row["classification"] for row in candidates.group_deletes}
+    assert idle["kip848-empty"] == "kip848_consumer" and idle["streams-empty"] == "streams"
+    assert "empty-ts" in idle and "stable" not in idle and "kip848" not in idle
