@@ -74,6 +74,27 @@ class SnapshotAdminClient(KafkaAdminClient):
                     result.error_code, result.error_message or None, values)
         return results
 
+    def describe_typed_groups(self, request_class, group_ids: list[str]) -> dict:
+        """One describe request per coordinator of the groups (ConsumerGroupDescribe,
+        StreamsGroupDescribe or ShareGroupDescribe, from `admin_group_messages`), at the highest
+        version both sides support; returns {group_id: DescribedGroup} as the broker sent it.
+
+        kafka-python has no call for these APIs; this is its `describe_groups` with another
+        request: the same coordinator lookup (FindCoordinator, cached) and the same connections.
+        """
+        return self._manager.run(self._async_describe_typed_groups, request_class, list(group_ids))
+
+    async def _async_describe_typed_groups(self, request_class, group_ids: list[str]) -> dict:
+        by_coordinator: dict[int, list[str]] = {}
+        for group_id, node_id in (await self._find_coordinator_ids(group_ids)).items():
+            by_coordinator.setdefault(node_id, []).append(group_id)
+        described = {}
+        for node_id, groups in by_coordinator.items():
+            request = request_class(group_ids=groups, include_authorized_operations=False)
+            response = await self._manager.send(request, node_id=node_id)
+            described.update({group.group_id: group for group in response.groups})
+        return described
+
     def coordinator_of(self, group_id: str) -> int | None:
         """The node id of the group's coordinator, as found by the last group call."""
         node_id = self._manager.cluster.get_coordinator(group_id)
@@ -101,7 +122,7 @@ def _with_deadline(method):
     return bounded
 
 
-for _name in ("list_groups", "describe_groups", "list_group_offsets", "describe_topics",
+for _name in ("list_groups", "describe_groups", "describe_typed_groups", "list_group_offsets", "describe_topics",
               "list_partition_offsets", "describe_configs", "delete_group_offsets", "delete_groups"):
     setattr(SnapshotAdminClient, _name, _with_deadline(getattr(SnapshotAdminClient, _name)))
 
