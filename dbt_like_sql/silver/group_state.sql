@@ -38,7 +38,8 @@ combined as (
            l.r as log, s.state as snapshot_state, s.protocol_type as snapshot_protocol_type,
            s.protocol as snapshot_protocol, s.member_count as snapshot_member_count,
            s.snapshot_at, s.snapshot_id, ss.since as snapshot_since,
-           o.last_commit
+           o.last_commit,
+           s.state = l.r.state and l.r.observed_at <= coalesce(ss.since, s.snapshot_at) as log_state_holds
     from latest_log l
     full outer join snapshot_now s on s.`group` = l.`group`
     full outer join standalone o on o.`group` = coalesce(l.`group`, s.`group`)
@@ -54,9 +55,13 @@ resolved as (
            log.leader as leader,
            case state_source when 'snapshot' then snapshot_member_count when 'log' then log.member_count
                 else 0 end as member_count,
-           case when state_source = 'log' then log.current_state_timestamp end as current_state_timestamp,
-           case state_source when 'snapshot' then coalesce(snapshot_since, snapshot_at)
-                when 'log' then coalesce(log.current_state_timestamp, log.observed_at)
+           -- The log's record of a transition is exact; a snapshot only bounds when it happened.
+           -- So when a newer snapshot reports the state the latest log record wrote, and the
+           -- snapshots first saw it after that record, the log's times stand.
+           case when state_source = 'log' or log_state_holds then log.current_state_timestamp
+                end as current_state_timestamp,
+           case when state_source = 'log' or log_state_holds then coalesce(log.current_state_timestamp, log.observed_at)
+                when state_source = 'snapshot' then coalesce(snapshot_since, snapshot_at)
                 else last_commit end as state_since,
            case state_source when 'snapshot' then snapshot_at when 'log' then log.observed_at end as observed_at,
            log.kind as log_kind, log.source_partition as log_source_partition,

@@ -99,10 +99,17 @@ def expirable(spark, module_lake):
     # A group rebalancing now: the log says Stable, the newer snapshot PreparingRebalance.
     b.group_record("rebalancing", at(hours=1), members={"m1": ["orders"]})
     b.commit("rebalancing", "old-topic", 0, 17, at(hours=1))
+    # An Empty group the log saw go Empty, which a later snapshot also reports Empty.
+    b.group_record("empty-seen-later", at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
+    b.commit("empty-seen-later", "orders", 0, 18, at(hours=2))
+    b.group_record("empty-seen-later", at(hours=5), members={}, current_state_at=at(hours=5), generation=2)
     b.snapshot(at(days=2), retention_minutes=int(RETENTION.total_seconds() // 60),
                groups=[{"group": "rebalancing", "state": "PreparingRebalance", "protocol_type": "consumer",
-                        "protocol": "", "member_count": 1}],
-               offsets=[{"group": "rebalancing", "topic": "old-topic", "partition": 0, "committed_offset": 17}])
+                        "protocol": "", "member_count": 1},
+                       {"group": "empty-seen-later", "state": "Empty", "protocol_type": "consumer",
+                        "protocol": "", "member_count": 0}],
+               offsets=[{"group": "rebalancing", "topic": "old-topic", "partition": 0, "committed_offset": 17},
+                        {"group": "empty-seen-later", "topic": "orders", "partition": 0, "committed_offset": 18}])
     b.write(module_lake)
     run_models(spark, module_lake, AS_OF)
     return rows_by(module_lake, "expirable_offsets", "group", "topic", "partition")
@@ -114,6 +121,13 @@ def test_empty_group_with_current_state_timestamp_expires_from_when_it_became_em
     assert row["base_time"] == at(hours=5)
     assert row["expires_at"] == at(hours=5) + RETENTION
     assert row["expired_now"] is (AS_OF >= at(hours=5) + RETENTION)
+
+
+def test_the_logs_exact_empty_time_wins_over_a_later_snapshots_bound(expirable):
+    # The snapshot two days later also says Empty; it only bounds the time the log knows exactly.
+    row = expirable[("empty-seen-later", "orders", 0)]
+    assert (row["rule"], row["base_time"]) == ("empty_group", at(hours=5))
+    assert row["expires_at"] == at(hours=5) + RETENTION and row["base_time_estimated"] is False
 
 
 def test_empty_group_without_current_state_timestamp_uses_each_commit_time(expirable):
