@@ -2,9 +2,11 @@
 
 Only approved actions of an unexpired plan are applied; actions the audit already shows as done
 are not repeated, so applying again is safe. Right before a group's actions the live state is
-read again (DescribeGroups, OffsetFetch), and an action whose facts changed is skipped with the
-reason: the group gained members, a member subscribes to the topic again, or the group committed
-again. OffsetDelete goes per group, DeleteGroups in batches per coordinator; every partition and
+read again (the describe API of the group's type: DescribeGroups, ConsumerGroupDescribe,
+StreamsGroupDescribe or ShareGroupDescribe; then OffsetFetch), and an action whose facts changed
+is skipped with the reason: the group gained members (of any kind: a KIP-848 group is never read
+as Dead because DescribeGroups does not know it), a member subscribes to the topic again, or the
+group committed again. OffsetDelete goes per group, DeleteGroups in batches per coordinator; every partition and
 group outcome is appended to `cleanup_audit` as soon as it is known, with Kafka's error name.
 """
 

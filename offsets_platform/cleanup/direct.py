@@ -280,7 +280,8 @@ def _refusal(group: str, live: LiveGroupState, topics: set[str]) -> str:
     names = ", ".join(f"'{topic}'" for topic in sorted(topics))
     why = (f"its {live.member_count} live member(s) subscribe to {names}" if live.subscribed_topics is not None
            else f"it has {live.member_count} live member(s) whose subscriptions cannot be read "
-                f"(protocol type '{live.protocol_type}', state {live.state}), so {names} may be in use")
+                f"({live.group_type} group, protocol type '{live.protocol_type}', state {live.state}), "
+                f"so {names} may be in use")
     # Kafka would refuse these partitions one by one (GROUP_SUBSCRIBED_TO_TOPIC) and still delete
     # the other topics of the request; nothing is sent, so a request is all or nothing.
     return (f"Refusing to delete offsets of group '{group}': {why}. Deleting the offsets of a group "

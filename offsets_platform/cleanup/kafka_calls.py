@@ -1,7 +1,9 @@
 """The Kafka calls a cleanup makes, as small functions with typed results.
 
-- `live_group`: DescribeGroups + OffsetFetch of all partitions (KIP-88), to know before deleting
-  anything whether live members subscribe to a topic.
+- `live_group`: the group described with the API of its type (DescribeGroups for a classic
+  group, ConsumerGroupDescribe for a KIP-848 group, StreamsGroupDescribe, ShareGroupDescribe; see
+  `offsets_platform.kafka.admin_describe`) + OffsetFetch of all partitions (KIP-88), to know
+  before deleting anything whether live members subscribe to a topic.
 - `topic_metadata`: Metadata, for the partitions of a topic named without any (as Kafka's tool).
 - `delete_offsets`: one OffsetDelete (KIP-496) for one group, sent to its coordinator.
 - `delete_groups`: DeleteGroups (KIP-229), one request per coordinator.
@@ -25,16 +27,12 @@ from typing import Iterable
 import kafka.errors as Errors
 from kafka import TopicPartition
 
-from offsets_platform.codec.consumer_protocol import decode_subscription
-from offsets_platform.codec.reader import DecodeError
 from offsets_platform.kafka.admin_calls import (
     CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient, error_name,
 )
+from offsets_platform.kafka.admin_describe import DEAD, STREAMS, GroupDescription, MemberDescription, describe_groups
 from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.workload.live.clients import committed_offsets, describe_groups_raw
 
-CONSUMER_PROTOCOL = "consumer"
-DEAD = "Dead"
 CONNECTION_LOST = "the connection was lost before the broker answered: the outcome is unknown"
 
 
@@ -43,9 +41,11 @@ CONNECTION_LOST = "the connection was lost before the broker answered: the outco
 class LiveGroupState:
     """A group as the broker reports it now.
 
-    `state` is DescribeGroups' state ("Stable", "Empty", ...; "Dead" for a group the broker does
-    not know). `subscribed_topics` is the union of the members' consumer-protocol subscriptions:
-    empty for a group without members, None when it cannot be known (a protocol other than
+    `state` is the state the API of its type reports ("Stable", "Empty", "Reconciling", ...;
+    "Dead" for a group no API knows). `group_type` is "classic", "consumer", "streams" or
+    "share" (None when Dead). `members` are every member, of any type, with what each subscribes
+    to and is assigned. `subscribed_topics` is the union of the members' subscriptions: empty for
+    a group without members, None when it cannot be known (a classic group whose protocol is not
     "consumer", or a member whose subscription is missing or does not decode).
     """
 
@@ -55,6 +55,8 @@ class LiveGroupState:
     member_count: int
     subscribed_topics: frozenset[str] | None
     committed_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    group_type: str | None = None
+    members: tuple[MemberDescription, ...] = ()
 
     @property
     def exists(self) -> bool:
@@ -126,31 +128,56 @@ def error_message(error: BaseException | int | type) -> str:
 
 
 def live_group(admin: SnapshotAdminClient, group: str) -> LiveGroupState:
-    """The group's state, members' subscriptions and committed offsets, as the broker has them now.
+    """The group's type, state, members' subscriptions and committed offsets, as the broker has them now.
 
     Raises:
-        GroupCallError: DescribeGroups or OffsetFetch answered with an error for this group.
+        GroupCallError: the describe call of the group's type, or OffsetFetch, answered with an
+            error for this group.
         BrokerUnreachable: the connection failed.
     """
     _require_sendable(group)
     try:
-        described = describe_groups_raw(admin, [group]).get(group)
-        offsets = committed_offsets(admin, group)
+        described = describe_groups(admin, [group])[group]
+        offsets = _committed_offsets(admin, group)
     except CONNECTION_ERRORS as error:
         raise _unreachable(admin, error) from error
     except CALL_ERRORS as error:
         raise GroupCallError(group, error_name(error), error_message(error)) from error
-    if described is None or described["error_code"] == Errors.GroupIdNotFoundError.errno:
-        # Kafka 4 answers DescribeGroups (v6) for a group it does not know, or that is Dead, with
-        # GROUP_ID_NOT_FOUND; brokers before DescribeGroups v6 with state Dead and no error.
-        # Both mean the same here: nothing to protect, and OffsetDelete will say GROUP_ID_NOT_FOUND.
+    if described.error_code:
+        code = described.error_code
+        raise GroupCallError(group, error_name(code), described.error_message or error_message(code))
+    if not described.exists:
+        # No API knows the group: nothing to protect, and OffsetDelete will say GROUP_ID_NOT_FOUND.
         return LiveGroupState(group, DEAD, "", 0, frozenset(), offsets)
-    if described["error_code"]:
-        code = described["error_code"]
-        raise GroupCallError(group, error_name(code), error_message(code))
-    members = described["members"]
-    return LiveGroupState(group, described["state"], described["protocol_type"], len(members),
-                          _subscribed_topics(group, described["protocol_type"], members), offsets)
+    return LiveGroupState(group, described.state, described.protocol_type or "", len(described.members),
+                          _subscribed_topics(described, offsets), offsets, described.group_type, described.members)
+
+
+def _committed_offsets(admin: SnapshotAdminClient, group: str) -> dict[tuple[str, int], int]:
+    """Every committed offset of the group (OffsetFetch for all partitions, KIP-88)."""
+    fetched = admin.list_group_offsets({group: None}).get(group, {})
+    return {(tp.topic, tp.partition): meta.offset for tp, meta in fetched.items() if meta.offset >= 0}
+
+
+def _subscribed_topics(described: GroupDescription,
+                       offsets: dict[tuple[str, int], int]) -> frozenset[str] | None:
+    if not described.members:
+        return frozenset()
+    if described.group_type == STREAMS:
+        # StreamsGroupDescribe tells the topology's source topics, but not every topic a Kafka
+        # Streams application commits offsets on is named there in a way this tool can match
+        # (regex source patterns, topics of an older topology version, internal topics). A
+        # streams group with members is therefore treated as subscribed to every topic it has
+        # committed offsets on, as well as to its topology's topics.
+        return frozenset(topic for topic, _ in offsets) | (described.source_topics or frozenset())
+    topics: set[str] = set()
+    committed = {topic for topic, _ in offsets}
+    for member in described.members:
+        member_topics = member.topics(committed)
+        if member_topics is None:
+            return None  # unknown, not "none": e.g. Kafka leaves a classic member's bytes out while it rebalances
+        topics |= member_topics
+    return frozenset(topics)
 
 
 @dataclass(frozen=True)
@@ -261,23 +288,6 @@ def _delete_one(admin: SnapshotAdminClient, group: str) -> dict[str, GroupOutcom
         return _delete_batch(admin, [group])
     except CALL_ERRORS as error:
         return {group: GroupOutcome(group, error_name(error), error_message(error))}
-
-
-def _subscribed_topics(group: str, protocol_type: str, members: list[dict]) -> frozenset[str] | None:
-    if not members:
-        return frozenset()
-    if protocol_type != CONSUMER_PROTOCOL:
-        return None  # Connect and other protocols carry their own payloads, not topic lists
-    topics: set[str] = set()
-    for member in members:
-        if not member["metadata"]:
-            return None  # Kafka leaves the bytes out while a group rebalances: unknown, not "none"
-        context = f"group {group!r} member {member['member_id']!r}"
-        try:
-            topics.update(decode_subscription(member["metadata"], context)["topics"])
-        except DecodeError:
-            return None
-    return frozenset(topics)
 
 
 _NOT_UTF8 = "not sent: the group id is not valid UTF-8"

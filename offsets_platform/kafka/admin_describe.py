@@ -28,7 +28,9 @@ What the members subscribe to, by type:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Iterable
 
 import kafka.errors as Errors
 
@@ -68,15 +70,26 @@ class MemberDescription:
     assignment_bytes: bytes | None = None
     decode_errors: tuple[tuple[str, str], ...] = ()
 
-    def topics(self) -> frozenset[str] | None:
-        """Every topic this member subscribes to as far as known: names, plus its assigned topics
-        (a regex member's names are empty but it consumes what it is assigned). None if unknown."""
-        if self.subscribed_topics is None and self.subscribed_topic_regex is None:
+    def topics(self, candidates: Iterable[str] = ()) -> frozenset[str] | None:
+        """Every topic this member subscribes to as far as known, None if unknown: its topic
+        names, its assigned topics (a regex member's names are empty, but it subscribes to at
+        least what it is assigned), and the `candidates` its regex matches (a topic the regex
+        matches is subscribed even while another member holds it, or before it is assigned).
+
+        The broker resolves a regex with RE2/J, matching the whole topic name; Python's `re`
+        reads the patterns clients send (e.g. librdkafka's "(^prefix.*)") the same way. A regex
+        Python cannot compile leaves the subscription unknown.
+        """
+        if self.subscribed_topics is None:
             return None
-        assigned = {entry["topic"] for entry in self.assigned_partitions or []}
-        if self.subscribed_topic_regex is not None and self.assigned_partitions is None:
-            return None  # a regex whose matches are not known
-        return frozenset(self.subscribed_topics or ()) | assigned
+        topics = set(self.subscribed_topics) | {entry["topic"] for entry in self.assigned_partitions or []}
+        if self.subscribed_topic_regex is not None:
+            try:
+                pattern = re.compile(self.subscribed_topic_regex)
+            except re.error:
+                return None
+            topics |= {topic for topic in candidates if pattern.fullmatch(topic)}
+        return frozenset(topics)
 
 
 @dataclass(frozen=True)

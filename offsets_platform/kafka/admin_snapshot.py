@@ -1,6 +1,7 @@
 """One admin-API snapshot of any Kafka-compatible cluster, as Arrow tables.
 
-What it asks: ListGroups and DescribeGroups (state, members, subscriptions), one OffsetFetch of
+What it asks: ListGroups (type, state) and the describe API of each group's type (members,
+subscriptions, assignments; see admin_describe), one OffsetFetch of
 all partitions per group (KIP-88), Metadata and ListOffsets earliest and latest per partition,
 DescribeConfigs of every topic (retention.ms, retention.bytes, cleanup.policy) and of one
 broker (offsets.retention.minutes). Everything is gathered before anything is returned, so a

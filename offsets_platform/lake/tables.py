@@ -154,23 +154,35 @@ def _snapshot_spec(name: str, fields: list[pa.Field], keys: tuple[str, ...], des
 _SPECS += [
     _snapshot_spec("group_snapshots", [
         pa.field("group", pa.string(), nullable=False),
-        pa.field("state", pa.string()),  # as the broker reports it: Stable, Empty, PreparingRebalance, ...
-        pa.field("protocol_type", pa.string()),
-        pa.field("protocol", pa.string()),
-        pa.field("member_count", pa.int32()),
+        # ListGroups v5's group type: 'classic', 'consumer' (KIP-848), 'streams' (KIP-1071) or
+        # 'share' (KIP-932); each type is described by its own API
+        pa.field("group_type", pa.string()),
+        # as the API of the group's type reports it: Stable, Empty, PreparingRebalance (classic),
+        # Reconciling, Assigning (consumer, streams), NotReady (streams), ...
+        pa.field("state", pa.string()),
+        pa.field("protocol_type", pa.string()),  # 'consumer', 'connect', ...; 'share', 'streams'
+        pa.field("protocol", pa.string()),  # classic: the chosen protocol; consumer, share: the assignor
+        pa.field("member_count", pa.int32()),  # null when the group could not be described
         pa.field("coordinator_id", pa.int32()),
-    ], ("group",), "One row per group per snapshot (ListGroups + DescribeGroups)."),
+    ], ("group",), "One row per group per snapshot: ListGroups (type, state), then the describe API of the "
+                   "group's type (DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe, ShareGroupDescribe)."),
     _snapshot_spec("group_member_snapshots", [
         pa.field("group", pa.string(), nullable=False),
         pa.field("member_id", pa.string(), nullable=False),
         pa.field("group_instance_id", pa.string()),
         pa.field("client_id", pa.string()),
         pa.field("client_host", pa.string()),
-        pa.field("subscribed_topics", pa.list_(pa.string())),  # null unless the consumer protocol
+        # classic: decoded from the consumer-protocol bytes (null for other protocols); consumer,
+        # share: the broker's subscribed topic names ([] for a member subscribed by regex only);
+        # streams: the topology's source topics
+        pa.field("subscribed_topics", pa.list_(pa.string())),
+        pa.field("subscribed_topic_regex", pa.string()),  # consumer (KIP-848) members only, as the client sent it
+        # streams: the partitions of the source topics of the member's active tasks
         pa.field("assigned_partitions", TOPIC_PARTITIONS),
-        pa.field("subscription_bytes", pa.binary()),
-        pa.field("assignment_bytes", pa.binary()),
-    ], ("group", "member_id"), "One row per group member per snapshot, subscription and assignment decoded."),
+        pa.field("subscription_bytes", pa.binary()),  # classic members only
+        pa.field("assignment_bytes", pa.binary()),  # classic members only
+    ], ("group", "member_id"), "One row per group member per snapshot, of every group type: subscription "
+                               "(topic names, regex) and assignment."),
     _snapshot_spec("committed_offset_snapshots", [
         pa.field("group", pa.string(), nullable=False),
         pa.field("topic", pa.string(), nullable=False),
