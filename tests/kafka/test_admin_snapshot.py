@@ -131,6 +131,7 @@ def test_groups_are_stable_or_empty_as_the_broker_reports_them(cluster, snapshot
     assert (live["state"], live["protocol_type"], live["protocol"], live["member_count"]) == \
         ("Stable", "consumer", "range", 1)
     assert (stopped["state"], stopped["protocol_type"], stopped["member_count"]) == ("Empty", "consumer", 0)
+    assert live["group_type"] == stopped["group_type"] == "classic"
     assert live["coordinator_id"] == stopped["coordinator_id"] == broker_id(cluster.bootstrap)
     assert {row["snapshot_id"] for row in snapshot.rows("group_snapshots")} == {snapshot.snapshot_id}
     assert snapshot.errors == []
@@ -152,6 +153,39 @@ def test_live_member_has_client_id_subscription_and_assignment_decoded(snapshot)
     assert decode_subscription(member["subscription_bytes"], "test")["topics"] == member["subscribed_topics"]
     assert member["assignment_bytes"]
     assert not [m for m in snapshot.rows("group_member_snapshots") if m["group"] == "stopped-app"]
+
+
+def test_a_kip848_group_has_its_type_state_and_members_with_their_subscriptions(cluster, connection):
+    # DescribeGroups answers GROUP_ID_NOT_FOUND for a KIP-848 group: ConsumerGroupDescribe describes it.
+    members = [Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kip848-app", "group.protocol": "consumer",
+                         "client.id": client_id, "enable.auto.commit": False, "log_level": 3})
+               for client_id in ("by-name", "by-regex")]
+    members[0].subscribe([PAYMENTS])
+    members[1].subscribe(["^ord.*"])
+    try:
+        deadline = time.monotonic() + 60
+        while [len(m.assignment()) for m in members] != [2, 3]:
+            assert time.monotonic() < deadline, [m.assignment() for m in members]
+            for member in members:
+                member.poll(0.1)
+        listed = take_snapshot(connection, topics=[])  # types from ListGroups
+        asked = take_snapshot(connection, groups=["kip848-app"], topics=[])  # types found by asking
+    finally:
+        for member in members:
+            member.close()
+    for snapshot in (listed, asked):
+        group = by(snapshot.rows("group_snapshots"), "group")["kip848-app"]
+        assert {k: group[k] for k in ("group_type", "state", "protocol_type", "protocol", "member_count")} == \
+            {"group_type": "consumer", "state": "Stable", "protocol_type": "consumer", "protocol": "uniform",
+             "member_count": 2}
+        rows = by([m for m in snapshot.rows("group_member_snapshots") if m["group"] == "kip848-app"], "client_id")
+        assert (rows["by-name"]["subscribed_topics"], rows["by-name"]["subscribed_topic_regex"]) == ([PAYMENTS], None)
+        assert rows["by-name"]["assigned_partitions"] == [{"topic": PAYMENTS, "partitions": [0, 1]}]
+        # librdkafka sends its regexes joined as "(r1)|(r2)"; the broker lists no topic names for them
+        assert (rows["by-regex"]["subscribed_topics"], rows["by-regex"]["subscribed_topic_regex"]) == ([], "(^ord.*)")
+        assert rows["by-regex"]["assigned_partitions"] == [{"topic": ORDERS, "partitions": [0, 1, 2]}]
+        assert rows["by-regex"]["subscription_bytes"] is None and rows["by-regex"]["assignment_bytes"] is None
+        assert not [e for e in snapshot.errors if e["name"] == "kip848-app"]
 
 
 def test_committed_offsets_of_every_partition_with_their_metadata(cluster, snapshot):
