@@ -90,6 +90,9 @@ def decode_group_metadata(keys: Binary, values: Binary, rows: np.ndarray) -> tup
         **member_columns,
         "subscription_bytes": values.bytes(subscription),
         "assignment_bytes": values.bytes(assignment),
+        # a payload this path cannot decode sends its record to the scalar decoder, which says why
+        "subscription_error": pa.nulls(len(owner), pa.string()),
+        "assignment_error": pa.nulls(len(owner), pa.string()),
     }, schema=GROUP_MEMBER_SCHEMA)
     if not done.all():
         groups, members = groups.filter(pa.array(done)), members.filter(pa.array(done[owner]))

@@ -60,13 +60,20 @@ def _group_member(reader: ByteReader, version: int, index: int, consumer: bool) 
     assignment = reader.bytes(f"{path}.assignment", flexible)
     if flexible:
         reader.tagged_fields(path)
-    # Only the "consumer" protocol type carries the consumer protocol; others are opaque.
+    # Only the "consumer" protocol type carries the consumer protocol; others are opaque. Kafka
+    # stores both payloads as opaque bytes and loads the record whatever they hold; it parses the
+    # subscription only for the topic list (ClassicGroup.computeSubscribedTopics), and a payload
+    # that does not parse leaves the group's subscriptions unknown. So a payload that does not
+    # decode is kept as bytes with the reason, and the record is not rejected.
+    member["subscription"] = member["assignment"] = None
+    member["subscription_error"] = member["assignment_error"] = None
     if consumer:
-        member["subscription"] = decode_subscription(subscription, reader.context, f"{path}.subscription")
-        member["assignment"] = decode_assignment(assignment, reader.context, f"{path}.assignment")
-    else:
-        member["subscription"] = None
-        member["assignment"] = None
+        for name, payload, decode in (("subscription", subscription, decode_subscription),
+                                      ("assignment", assignment, decode_assignment)):
+            try:
+                member[name] = decode(payload, reader.context, f"{path}.{name}")
+            except DecodeError as error:
+                member[f"{name}_error"] = str(error)
     member["subscription_bytes"] = subscription
     member["assignment_bytes"] = assignment
     return member

@@ -61,6 +61,10 @@ GROUP_MEMBER_SCHEMA = pa.schema([
     ("assignment_user_data", pa.binary()),
     ("subscription_bytes", pa.binary()),
     ("assignment_bytes", pa.binary()),
+    # why a consumer-protocol payload did not decode (its bytes are kept above); a subscription
+    # that does not decode leaves the group's subscriptions unknown, as in Kafka
+    ("subscription_error", pa.string()),
+    ("assignment_error", pa.string()),
 ])
 
 # The records of the KIP-848 (types 3-8, 16), share (10-15) and streams (17, 19-23) groups: the

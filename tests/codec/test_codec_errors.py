@@ -130,10 +130,18 @@ def test_truncated_tagged_field():
     raises(KEY, value[:-2], "'tagged_fields[3]' needs 6 bytes")
 
 
-def test_subscription_whose_v0_prefix_cannot_be_read_names_the_member_field():
-    value = enc.group_metadata_value("consumer", 1, "range", "m", 5,
-                                     [member(), member(subscription=b"\x00\x00\x00\x00\x00\x05ab")], version=3)
-    raises(GROUP_KEY, value, "group metadata value v3", "'members[1].subscription.topics")
+# Kafka loads a group record whatever its members' payloads hold (opaque bytes); a subscription
+# that does not parse leaves the group's subscriptions unknown. So the record decodes, and the
+# member says why its payload did not.
+def test_subscription_whose_v0_prefix_cannot_be_read_keeps_the_record_and_names_the_member_field():
+    bad = b"\x00\x00\x00\x00\x00\x05ab"
+    value = enc.group_metadata_value("consumer", 1, "range", "m", 5, [member(), member(subscription=bad)], version=3)
+    record = decode_record(GROUP_KEY, value)
+    good, unreadable = record["members"]
+    assert good["subscription"] is not None and good["subscription_error"] is None
+    assert unreadable["subscription"] is None and unreadable["subscription_bytes"] == bad
+    assert "group metadata value v3" in unreadable["subscription_error"]
+    assert "'members[1].subscription.topics" in unreadable["subscription_error"]
 
 
 @pytest.mark.parametrize("payload,field", [(b"", "members[0].subscription.version"),
@@ -142,13 +150,17 @@ def test_subscription_whose_v0_prefix_cannot_be_read_names_the_member_field():
                                            (b"\x00\x01\x00\x00\x00\x00", "members[0].subscription.user_data")])
 def test_unreadable_subscription_prefix(payload, field):
     value = enc.group_metadata_value("consumer", 1, "range", "m", 5, [member(subscription=payload)], version=3)
-    raises(GROUP_KEY, value, f"'{field}")
+    (kept,) = decode_record(GROUP_KEY, value)["members"]
+    assert kept["subscription"] is None and f"'{field}" in kept["subscription_error"]
 
 
-def test_malformed_assignment_names_its_field():
+def test_malformed_assignment_keeps_the_record_and_names_its_field():
+    # Kafka never parses an assignment to load a group (the group coordinator keeps it as bytes)
     value = enc.group_metadata_value("consumer", 1, "range", "m", 5,
                                      [member(assignment=b"\x00\x01\x00\x00\x00\x09")], version=3)
-    raises(GROUP_KEY, value, "'members[0].assignment.assigned_partitions")
+    (kept,) = decode_record(GROUP_KEY, value)["members"]
+    assert kept["subscription"] is not None and kept["assignment"] is None
+    assert "'members[0].assignment.assigned_partitions" in kept["assignment_error"]
 
 
 def test_opaque_payloads_are_not_parsed_for_other_protocol_types():
