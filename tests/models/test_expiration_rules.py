@@ -1,4 +1,4 @@
-"""Each offset-expiration rule of KAFKA_SEMANTICS.md on a hand-built input.
+"""Each offset-expiration rule of Kafka's group coordinator on a hand-built input.
 
 One lake holds one group per case; the expected answer of each test is worked out from the rule
 in the test itself. The broker's offsets.retention.minutes comes from the snapshot (1 day here,

@@ -1,4 +1,4 @@
-"""The generated history obeys the coordinator's rules (KAFKA_SEMANTICS.md)."""
+"""The generated history obeys the group coordinator's rules."""
 
 from collections import defaultdict
 
