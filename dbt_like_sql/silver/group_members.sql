@@ -1,6 +1,7 @@
 -- The members of every group now, with what each subscribes to: the members listed in the
 -- group's latest classic group record, the live KIP-848 members (latest member record not a
--- tombstone), or, when a snapshot is the newer source, the members DescribeGroups returned.
+-- tombstone), or, when a snapshot is the newer source, the members the describe API of the
+-- group's type returned (DescribeGroups, ConsumerGroupDescribe).
 with groups as (
     select * from {{ ref('group_state') }}
 ),
@@ -29,8 +30,9 @@ kip848 as (
 ),
 snapshot as (
     select m.`group`, m.member_id, m.group_instance_id, m.client_id, m.client_host,
-           m.subscribed_topics, cast(null as string) as subscribed_topic_regex,
-           m.subscribed_topics is not null as subscription_decoded, 'snapshot' as source
+           m.subscribed_topics, m.subscribed_topic_regex,
+           m.subscribed_topics is not null or m.subscribed_topic_regex is not null as subscription_decoded,
+           'snapshot' as source
     from groups g
     join {{ source('bronze', 'group_member_snapshots') }} m on m.snapshot_id = g.snapshot_id and m.`group` = g.`group`
     where g.state_source = 'snapshot'

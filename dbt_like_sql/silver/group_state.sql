@@ -17,7 +17,8 @@ latest_snapshot as (
     order by snapshot_at desc limit 1
 ),
 snapshot_now as (
-    select g.`group`, g.state, g.protocol_type, g.protocol, g.member_count, g.snapshot_at, g.snapshot_id
+    select g.`group`, g.group_type, g.state, g.protocol_type, g.protocol, g.member_count, g.snapshot_at,
+           g.snapshot_id
     from {{ source('bronze', 'group_snapshots') }} g
     join latest_snapshot l on g.snapshot_id = l.snapshot_id
 ),
@@ -35,7 +36,8 @@ combined as (
                 then 'snapshot'
                 when l.`group` is not null then 'log'
                 else 'offsets' end as state_source,
-           l.r as log, s.state as snapshot_state, s.protocol_type as snapshot_protocol_type,
+           l.r as log, s.group_type as snapshot_group_type, s.state as snapshot_state,
+           s.protocol_type as snapshot_protocol_type,
            s.protocol as snapshot_protocol, s.member_count as snapshot_member_count,
            s.snapshot_at, s.snapshot_id, ss.since as snapshot_since,
            o.last_commit,
@@ -46,7 +48,11 @@ combined as (
     left join snapshot_since ss on ss.`group` = coalesce(l.`group`, s.`group`, o.`group`)
 ),
 resolved as (
-    select `group`, state_source, coalesce(log.kind, 'classic') as kind,
+    select `group`, state_source,
+           -- ListGroups' group type when a snapshot is the newer source, else the latest record's
+           case when state_source = 'snapshot' and snapshot_group_type is not null
+                then case snapshot_group_type when 'consumer' then 'kip848' else snapshot_group_type end
+                else coalesce(log.kind, 'classic') end as kind,
            case state_source when 'snapshot' then snapshot_state when 'log' then log.state else 'Empty' end as state,
            case state_source when 'snapshot' then snapshot_protocol_type when 'log' then log.protocol_type
                 else '' end as protocol_type,

@@ -107,9 +107,15 @@ def expirable(spark, module_lake):
                groups=[{"group": "rebalancing", "state": "PreparingRebalance", "protocol_type": "consumer",
                         "protocol": "", "member_count": 1},
                        {"group": "empty-seen-later", "state": "Empty", "protocol_type": "consumer",
-                        "protocol": "", "member_count": 0}],
+                        "protocol": "", "member_count": 0},
+                       # a KIP-848 group known from snapshots only (no access to the log)
+                       {"group": "snap-kip848", "group_type": "consumer", "state": "Stable",
+                        "protocol_type": "consumer", "protocol": "uniform", "member_count": 1}],
+               members=[{"group": "snap-kip848", "member_id": "k1", "subscribed_topics": ["payments"]}],
                offsets=[{"group": "rebalancing", "topic": "old-topic", "partition": 0, "committed_offset": 17},
-                        {"group": "empty-seen-later", "topic": "orders", "partition": 0, "committed_offset": 18}])
+                        {"group": "empty-seen-later", "topic": "orders", "partition": 0, "committed_offset": 18},
+                        {"group": "snap-kip848", "topic": "payments", "partition": 0, "committed_offset": 60},
+                        {"group": "snap-kip848", "topic": "refunds", "partition": 0, "committed_offset": 61}])
     b.write(module_lake)
     run_models(spark, module_lake, AS_OF)
     return rows_by(module_lake, "expirable_offsets", "group", "topic", "partition")
@@ -213,6 +219,13 @@ def test_a_group_converted_back_to_classic_follows_its_latest_records(expirable)
     row = expirable[("converted", "old-topic", 0)]
     assert (row["classification"], row["group_state"]) == ("consumer", "Stable")
     assert (row["rule"], row["expires_at"]) == ("unsubscribed_topic", at(hours=2) + RETENTION)
+
+
+def test_a_kip848_group_known_only_from_snapshots_is_a_kip848_group(expirable):
+    # ListGroups' type, not the protocol type "consumer" that classic consumer groups share
+    subscribed, other = expirable[("snap-kip848", "payments", 0)], expirable[("snap-kip848", "refunds", 0)]
+    assert (subscribed["classification"], subscribed["rule"]) == ("kip848_consumer", "not_eligible")
+    assert (other["rule"], other["base_time_estimated"]) == ("kip848_unsubscribed_topic", True)
 
 
 def test_pending_transactional_commit_never_expires(expirable):
