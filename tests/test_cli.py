@@ -4,15 +4,18 @@ from offsets_platform.cli import main
 from offsets_platform.codec import encode
 from offsets_platform.kafka.embedded import free_loopback_port
 from offsets_platform.lake import Lake
-from tests.ingest.conftest import produce
+from tests.ingest.conftest import mirror_connection, produce  # noqa: F401  (fixture)
 
 
-def test_ingest_command_fills_the_lake_and_reports(broker, tmp_path, capsys):
-    produce(broker.bootstrap_servers, [(1, encode.offset_commit_key("cli-group", "t", 0),
-                                        encode.offset_commit_value(42, 1_790_000_000_000), 1_790_000_000_000)])
-    status = main(["ingest", "--bootstrap-server", broker.bootstrap_servers, "--home", str(tmp_path)])
+def test_ingest_command_fills_the_lake_and_reports(mirror_connection, tmp_path, capsys):
+    # a hand-made record, so it goes to a topic of __consumer_offsets' layout that --offsets-topic names
+    produce(mirror_connection, [(1, encode.offset_commit_key("cli-group", "t", 0),
+                                 encode.offset_commit_value(42, 1_790_000_000_000), 1_790_000_000_000)])
+    status = main(["ingest", "--bootstrap-server", mirror_connection.bootstrap_servers, "--home", str(tmp_path),
+                   "--offsets-topic", mirror_connection.offsets_topic])
     output = capsys.readouterr().out
     assert status == 0
+    assert f"ingesting {mirror_connection.offsets_topic} from" in output
     assert "read 1 records, rejected 0" in output
     assert [r["offset"] for r in Lake(tmp_path / "lake").read_arrow("offset_commit_records").to_pylist()] == [42]
 
