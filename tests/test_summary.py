@@ -16,7 +16,8 @@ def snapshot(lake, snapshot_id, minute, groups, offsets, logs):
     broker_configs last."""
     stamp = {"snapshot_id": snapshot_id, "snapshot_at": at(minute)}
     rows = {
-        "group_snapshots": [{**stamp, "group": g, "state": s, "protocol_type": "consumer", "protocol": "range",
+        "group_snapshots": [{**stamp, "group": g, "group_type": "classic", "state": s, "protocol_type": "consumer",
+                             "protocol": "range",
                              "member_count": 1, "coordinator_id": 1} for g, s in groups],
         "committed_offset_snapshots": [{**stamp, "group": g, "topic": "t", "partition": p, "committed_offset": o,
                                         "leader_epoch": None, "metadata": ""} for g, p, o in offsets],

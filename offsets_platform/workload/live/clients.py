@@ -15,7 +15,9 @@ What describes which group on Kafka 4.3 (checked against the embedded broker):
 - DescribeGroups describes classic groups only; a KIP-848, share or streams group reads as Dead.
 - confluent-kafka's `describe_consumer_groups` sends ConsumerGroupDescribe for KIP-848 groups
   (members, assignments) and answers Dead for share and streams groups. Neither Python client has
-  ShareGroupDescribe or StreamsGroupDescribe.
+  ShareGroupDescribe or StreamsGroupDescribe; the product's own admin client sends them
+  (`offsets_platform.kafka.admin_describe`), and the live workload checks share and streams groups
+  with ListGroups only.
 """
 
 from __future__ import annotations
