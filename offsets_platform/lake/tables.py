@@ -75,18 +75,21 @@ _SPECS = [
         keys=_RECORD_KEY + ("member_index",),
         description="One row per member listed in a classic group metadata record.",
     ),
+    # Every group record type Kafka 4.3 defines besides offset commits and classic groups: key
+    # fields typed (member_id, regular_expression), the topics a group subscribes to typed
+    # (resolved_topics of a regular expression, source_topics and source_topic_regexes of a streams
+    # topology), every value field in value_json. (The UI shows descriptions on one line.)
     TableSpec(
         name="consumer_group_records",
         layer="bronze",
         schema=_bronze_schema(codec_schemas.CONSUMER_GROUP_RECORD_SCHEMA),
         keys=_RECORD_KEY,
-        description="One row per KIP-848 consumer group (types 3-8, 16), share group (10-15) or "
-        "streams group (17, 19-23) record, or its tombstone: every group record type Kafka 4.3 "
-        "defines besides offset commits and classic groups. Key fields typed (member_id, "
-        "regular_expression), the topics a group subscribes to typed (resolved_topics of a "
-        "regex, source_topics and source_topic_regexes of a streams topology), every value "
-        "field in value_json.",
+        description="One row per KIP-848, share or streams group record (types 3-8, 10-17, 19-23) "
+        "or its tombstone.",
     ),
+    # skipped_by_kafka is true for a record type Kafka 4.3 does not define, which Kafka's loader
+    # skips too (with a warning); false for malformed bytes or an unknown value version, on which
+    # Kafka's loader fails the partition.
     TableSpec(
         name="rejected_records",
         layer="bronze",
@@ -95,10 +98,8 @@ _SPECS = [
             [pa.field("key", pa.binary()), pa.field("value", pa.binary())],
         ),
         keys=_RECORD_KEY,
-        description="One row per record that could not be decoded or has a record type Kafka "
-        "4.3 does not define, kept raw with the reason. skipped_by_kafka is true for an unknown "
-        "type, which Kafka's loader skips too (with a warning); false for malformed bytes or an "
-        "unknown value version, on which Kafka's loader fails the partition.",
+        description="One row per record that could not be decoded or whose type Kafka does not "
+        "define, kept raw with the reason.",
     ),
     TableSpec(
         name="offsets_topic_checkpoints",
@@ -164,8 +165,9 @@ _SPECS += [
         pa.field("protocol", pa.string()),  # classic: the chosen protocol; consumer, share: the assignor
         pa.field("member_count", pa.int32()),  # null when the group could not be described
         pa.field("coordinator_id", pa.int32()),
-    ], ("group",), "One row per group per snapshot: ListGroups (type, state), then the describe API of the "
-                   "group's type (DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe, ShareGroupDescribe)."),
+    # ListGroups (type, state), then the describe API of the group's type: DescribeGroups,
+    # ConsumerGroupDescribe, StreamsGroupDescribe or ShareGroupDescribe.
+    ], ("group",), "One row per group per snapshot, described by the API of its type."),
     _snapshot_spec("group_member_snapshots", [
         pa.field("group", pa.string(), nullable=False),
         pa.field("member_id", pa.string(), nullable=False),
