@@ -1,7 +1,9 @@
 -- KIP-496 coordinator metrics per time bucket, from the log: offset commits (one per commit
 -- record, by commit time, counted per minute in offset_commit_counts), offset expirations and
--- offset deletions (tombstones, by the time they were written) and completed rebalances (one per
--- group record with members). Kafka writes expirations and deletions alike as tombstones, so each
+-- offset deletions (tombstones, by the time they were written) and completed rebalances of
+-- classic groups: Kafka records one when a SyncGroup completes a generation
+-- (GroupMetadataManager, CompletedRebalances sensor), which writes a group record with members in
+-- a new generation; a static member rejoining writes one in the same generation and is not one. Kafka writes expirations and deletions alike as tombstones, so each
 -- tombstone that removed an offset is classified by the rules: an expiration when the offset was
 -- a candidate for expiration (offset_removals.base_time, from the group's state in the log at
 -- that moment) and had expired by the tombstone's time with the retention in force; otherwise a
@@ -54,7 +56,12 @@ events as (
     where d.action = 'OffsetDelete'
     union all
     select source_timestamp, 'rebalance', 1
-    from {{ source('bronze', 'group_metadata_records') }} where not tombstone and member_count > 0
+    from (
+        select source_timestamp, tombstone, member_count, generation,
+               lag(generation) over (partition by `group` order by source_offset) as previous_generation
+        from {{ source('bronze', 'group_metadata_records') }}
+    )
+    where not tombstone and member_count > 0 and (previous_generation is null or generation > previous_generation)
 )
 select timestamp_seconds(floor(unix_seconds(at) / {{ bucket_seconds }}) * {{ bucket_seconds }}) as bucket_start,
        {{ var('metrics_bucket_minutes') }} as bucket_minutes,

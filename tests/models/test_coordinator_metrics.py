@@ -29,6 +29,9 @@ def metrics(spark, module_lake):
     # of unsubscribed `b` -> expiration
     b.group_record("stable", at(hours=1), members={"m1": ["a"]}, current_state_at=at(hours=1))
     b.group_record("stable", at(hours=1, minutes=30), members={"m1": ["a"], "m2": ["a"]}, generation=2)
+    # a static member rejoining with a new member id: Kafka writes the group record again in the
+    # same generation, without a rebalance
+    b.group_record("stable", at(hours=1, minutes=40), members={"m1": ["a"], "m2-new": ["a"]}, generation=2)
     b.commit("stable", "a", 0, 5, at(hours=1))
     b.commit("stable", "b", 0, 5, at(hours=1))
     b.offset_tombstone("stable", "a", 0, at(hours=4)); deletions += 1
@@ -54,7 +57,8 @@ def test_tombstones_are_classified_by_the_rules(metrics):
 def test_commits_and_completed_rebalances_are_counted(metrics):
     row, _, _ = metrics
     assert row["offset_commits"] == 3 + 2 + 2  # solo, stable, gone
-    assert row["group_completed_rebalances"] == 3  # group records with members
+    # a new generation with members: stable 1 and 2, gone 1 (not the static rejoin, not Empty)
+    assert row["group_completed_rebalances"] == 3
     assert row["bucket_start"] == at() and row["bucket_minutes"] == 1440
 
 
