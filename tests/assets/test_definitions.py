@@ -121,3 +121,13 @@ def test_the_approval_job_records_who_approved_and_refuses_an_unknown_plan(tmp_p
     assert run("p1").success
     assert [(r["plan_id"], r["approved_by"]) for r in lake.read_arrow("cleanup_approvals").to_pylist()] == [("p1", "alice")]
     assert not run("nope").success
+
+
+def test_the_ingest_job_runs_no_spark_check_and_refresh_runs_them_all():
+    # The bronze checks run Great Expectations on Spark: the ingest job, run every few seconds by
+    # the demo, stays free of Spark; the refresh job checks every table.
+    ingest, refresh = defs.resolve_job_def("ingest"), defs.resolve_job_def("refresh")
+    assert not ingest.asset_layer.asset_graph.asset_check_keys
+    bronze = set(ingest.asset_layer.asset_graph.get_all_asset_keys())
+    checked = {key.asset_key for key in refresh.asset_layer.asset_graph.asset_check_keys}
+    assert bronze & checked, "the bronze tables' checks run with the refresh job"
