@@ -110,15 +110,18 @@ class EmbeddedBroker:
             `offsets.retention.minutes`).
         heap_mb: the JVM's maximum heap.
         start_timeout_s: how long to wait for clients to be able to use the broker.
+        jmx_port: serve the broker's JMX metrics (for example the group coordinator's meters)
+            on this loopback port, without authentication; None serves none.
     """
 
     def __init__(self, data_dir: str | Path, port: int | None = None, overrides: Mapping[str, str] | None = None,
-                 heap_mb: int = DEFAULT_HEAP_MB, start_timeout_s: float = 120.0):
+                 heap_mb: int = DEFAULT_HEAP_MB, start_timeout_s: float = 120.0, jmx_port: int | None = None):
         self.data_dir = Path(data_dir).absolute()
         self.port = port or free_loopback_port()
         self.overrides = dict(overrides or {})
         self.heap_mb = heap_mb
         self.start_timeout_s = start_timeout_s
+        self.jmx_port = jmx_port
         self._process: subprocess.Popen | None = None
 
     @property
@@ -156,7 +159,8 @@ class EmbeddedBroker:
         with open(self.data_dir / "jvm.out", "ab") as out:
             self._process = subprocess.Popen(
                 java_command("kafka.Kafka", [str(config)], heap_mb=self.heap_mb, log4j_config=BROKER_LOG4J,
-                             jvm_options=[f"-Xms{min(128, self.heap_mb)}m", f"-Dkafka.logs.dir={self.data_dir}"]),
+                             jvm_options=[f"-Xms{min(128, self.heap_mb)}m", f"-Dkafka.logs.dir={self.data_dir}",
+                                          *self._jmx_options()]),
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                 preexec_fn=_die_with_parent,
             )
@@ -166,6 +170,22 @@ class EmbeddedBroker:
             self.stop()
             raise
         return self
+
+    @property
+    def jmx_url(self) -> str | None:
+        """The JMX service URL (for Kafka's JmxTool or jconsole), when a JMX port was given."""
+        if self.jmx_port is None:
+            return None
+        return f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self.jmx_port}/jmxrmi"
+
+    def _jmx_options(self) -> list[str]:
+        if self.jmx_port is None:
+            return []
+        # the options of Kafka's own start script (KAFKA_JMX_OPTS), bound to loopback
+        return ["-Dcom.sun.management.jmxremote", "-Dcom.sun.management.jmxremote.authenticate=false",
+                "-Dcom.sun.management.jmxremote.ssl=false", "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+                f"-Dcom.sun.management.jmxremote.port={self.jmx_port}",
+                f"-Dcom.sun.management.jmxremote.rmi.port={self.jmx_port}", "-Djava.rmi.server.hostname=127.0.0.1"]
 
     def _write_config(self) -> Path:
         controller_port = free_loopback_port()

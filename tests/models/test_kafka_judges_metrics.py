@@ -1,0 +1,126 @@
+"""Kafka as the judge of `coordinator_metrics`: the group coordinator's own meters (JMX, read with
+Kafka's JmxTool) around a scripted sequence of commits, rebalances, an OffsetDelete, a
+DeleteGroups and expirations, against what the models count from the log.
+
+The one documented difference: Kafka's offset-deletion meter counts OffsetDelete only, while the
+log cannot tell a DeleteGroups' (or a deleted topic's) tombstones from an OffsetDelete's, so the
+model counts those too (dbt_like_sql/gold/gold.yml).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from offsets_platform.cleanup.kafka_calls import delete_groups, delete_offsets
+from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
+from offsets_platform.kafka.admin_calls import open_admin
+from offsets_platform.kafka.embedded import EmbeddedBroker, free_loopback_port
+from offsets_platform.kafka.jvm import run_tool
+from offsets_platform.lake import Lake
+from offsets_platform.settings import KafkaConnection
+from tests.models.conftest import run_models
+
+TOPIC = "meters"
+METERS = {"offset-commit-count": "offset_commits", "offset-expiration-count": "offset_expirations",
+          "offset-deletion-count": "offset_deletions", "group-completed-rebalance-count": "group_completed_rebalances"}
+
+
+def coordinator_meters(jmx_url: str) -> dict[str, float]:
+    """The group coordinator's meters, read once with Kafka's own JmxTool."""
+    result = run_tool("org.apache.kafka.tools.JmxTool", [
+        "--jmx-url", jmx_url, "--object-name", "kafka.server:type=group-coordinator-metrics",
+        "--one-time", "true", "--report-format", "properties"], timeout_s=120)
+    assert result.returncode == 0, result.stderr
+    meters = {}
+    for line in result.stdout.splitlines():  # kafka.server:type=group-coordinator-metrics:NAME=VALUE
+        key, _, value = line.rpartition("=")
+        name = key.rpartition(":")[2]
+        if name in METERS:
+            meters[name] = float(value)
+    assert set(meters) == set(METERS), result.stdout
+    return meters
+
+
+def member(bootstrap: str, group: str) -> Consumer:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "session.timeout.ms": 6000, "auto.offset.reset": "earliest"})
+    consumer.subscribe([TOPIC])
+    return consumer
+
+
+def poll_until(condition, consumers, what: str, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {timeout_s} s"
+        for consumer in consumers:
+            consumer.poll(0.1)
+
+
+def commit(consumer: Consumer, offsets: dict[int, int]) -> None:
+    consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in offsets.items()], asynchronous=False)
+
+
+@pytest.fixture(scope="module")
+def judged(spark, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("meters")
+    overrides = {"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "1000"}
+    with EmbeddedBroker(folder / "broker", overrides=overrides, jmx_port=free_loopback_port()) as broker:
+        bootstrap = broker.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 3, 1)])[TOPIC].result(30)
+        before = coordinator_meters(broker.jmx_url)
+
+        # A classic group: one member (a rebalance), a second joins (another), the second leaves
+        # (a third), then the first leaves too: Empty, and its offsets expire a minute later.
+        first = member(bootstrap, "meters-classic")
+        poll_until(lambda: len(first.assignment()) == 3, [first], "the first member's assignment")
+        commit(first, {0: 1, 1: 1})
+        second = member(bootstrap, "meters-classic")
+        poll_until(lambda: first.assignment() and second.assignment(), [first, second], "both members' assignment")
+        commit(first, {0: 2, 1: 2, 2: 2})  # a classic member may commit any partition
+        second.close()
+        poll_until(lambda: len(first.assignment()) == 3, [first], "the rebalance after the second left")
+        first.close()
+
+        standalone = Consumer({"bootstrap.servers": bootstrap, "group.id": "meters-standalone",
+                               "enable.auto.commit": False})
+        commit(standalone, {0: 5, 1: 5, 2: 5})
+        deleted_group = Consumer({"bootstrap.servers": bootstrap, "group.id": "meters-deleted",
+                                  "enable.auto.commit": False})
+        commit(deleted_group, {0: 7, 1: 7})
+        standalone.close()
+        deleted_group.close()
+        # OffsetDelete of one offset, and DeleteGroups of a group with two offsets
+        connection = KafkaConnection(bootstrap_servers=bootstrap)
+        with open_admin(connection, 15, 15) as project_admin:
+            assert [o.error for o in delete_offsets(project_admin, "meters-standalone", [(TOPIC, 2)])] == [None]
+            assert [o.error for o in delete_groups(project_admin, ["meters-deleted"])] == [None]
+
+        # the classic group's offsets and the standalone group's two left expire after a minute
+        time.sleep(75)
+        after = coordinator_meters(broker.jmx_url)
+        lake = Lake(folder / "lake")
+        ingest_offsets_topic(connection, lake, emit=lambda line: None)
+        run_models(spark, lake, as_of=datetime.now(timezone.utc), offsets_retention_minutes_fallback=1,
+                   metrics_bucket_minutes=1440)
+        rows = lake.read_arrow("coordinator_metrics").to_pylist()
+        modelled = {column: sum(row[column] for row in rows) for column in METERS.values()}
+        yield {meter: after[meter] - before[meter] for meter in METERS}, modelled
+
+
+def test_commits_expirations_and_completed_rebalances_equal_kafkas_meters(judged):
+    kafka, modelled = judged
+    assert kafka["offset-commit-count"] == modelled["offset_commits"] == 2 + 3 + 3 + 2
+    assert kafka["offset-expiration-count"] == modelled["offset_expirations"] == 3 + 2
+    assert kafka["group-completed-rebalance-count"] == modelled["group_completed_rebalances"] == 3
+
+
+def test_deletions_differ_only_by_the_delete_groups_tombstones(judged):
+    kafka, modelled = judged
+    assert kafka["offset-deletion-count"] == 1, "Kafka counts the OffsetDelete only"
+    assert modelled["offset_deletions"] == 1 + 2, "the log shows the DeleteGroups' two tombstones as deletions"
