@@ -142,7 +142,7 @@ class EmbeddedBroker:
 
     def start(self) -> "EmbeddedBroker":
         """Format the data folder on first use, start the broker and wait until clients can use
-        it (metadata answers and `__consumer_offsets` has its leaders).
+        it (`__consumer_offsets` exists and its group coordinator answers).
 
         Raises:
             PortInUse: the client port is taken.
