@@ -209,56 +209,47 @@ def _classic_member(group_id: str, protocol_type: str, member) -> MemberDescript
                              topics, None, assigned, subscription or None, assignment or None, tuple(errors))
 
 
-def _describe_consumer(admin: SnapshotAdminClient, groups: list[str]) -> dict[str, GroupDescription]:
-    answers = {}
-    for group_id, group in _send(admin, ConsumerGroupDescribeRequest, groups).items():
-        found = _found(group, group_id, CONSUMER)
-        if found is None or found.error_code:
-            answers[group_id] = found
-            continue
-        members = tuple(MemberDescription(
-            m.member_id, m.instance_id, m.client_id, m.client_host, tuple(sorted(m.subscribed_topic_names)),
-            m.subscribed_topic_regex or None, _topic_partitions(m.assignment.topic_partitions)) for m in group.members)
-        answers[group_id] = GroupDescription(group_id, CONSUMER, group.group_state, CONSUMER_PROTOCOL,
-                                             group.assignor_name or None, members)
-    return {group_id: answer for group_id, answer in answers.items() if answer is not None}
+def _describe_typed(request_class, group_type: str, describe_one):
+    """A describer for one of the new group types: send its describe request, leave out the groups
+    it does not know, keep error answers, and turn each answer into a GroupDescription."""
+    def describe(admin: SnapshotAdminClient, groups: list[str]) -> dict[str, GroupDescription]:
+        answers = {}
+        for group_id, group in _send(admin, request_class, groups).items():
+            found = _found(group, group_id, group_type)
+            if found is not None:
+                answers[group_id] = found if found.error_code else describe_one(group_id, group)
+        return answers
+    return describe
 
 
-def _describe_share(admin: SnapshotAdminClient, groups: list[str]) -> dict[str, GroupDescription]:
-    answers = {}
-    for group_id, group in _send(admin, ShareGroupDescribeRequest, groups).items():
-        found = _found(group, group_id, SHARE)
-        if found is None or found.error_code:
-            answers[group_id] = found
-            continue
-        members = tuple(MemberDescription(
-            m.member_id, None, m.client_id, m.client_host, tuple(sorted(m.subscribed_topic_names)), None,
-            _topic_partitions(m.assignment.topic_partitions)) for m in group.members)
-        answers[group_id] = GroupDescription(group_id, SHARE, group.group_state, SHARE, group.assignor_name or None,
-                                             members)
-    return {group_id: answer for group_id, answer in answers.items() if answer is not None}
+def _consumer_group(group_id: str, group) -> GroupDescription:
+    members = tuple(MemberDescription(
+        m.member_id, m.instance_id, m.client_id, m.client_host, tuple(sorted(m.subscribed_topic_names)),
+        m.subscribed_topic_regex or None, _topic_partitions(m.assignment.topic_partitions)) for m in group.members)
+    return GroupDescription(group_id, CONSUMER, group.group_state, CONSUMER_PROTOCOL, group.assignor_name or None,
+                            members)
 
 
-def _describe_streams(admin: SnapshotAdminClient, groups: list[str]) -> dict[str, GroupDescription]:
-    answers = {}
-    for group_id, group in _send(admin, StreamsGroupDescribeRequest, groups).items():
-        found = _found(group, group_id, STREAMS)
-        if found is None or found.error_code:
-            answers[group_id] = found
-            continue
-        # subtopology id -> the topics its tasks read (source and internal repartition topics)
-        subtopologies = {}
-        if group.topology is not None and group.topology.subtopologies is not None:
-            subtopologies = {s.subtopology_id: sorted({*s.source_topics, *(t.name for t in s.repartition_source_topics)})
-                             for s in group.topology.subtopologies}
-        source = frozenset(t for topics in subtopologies.values() for t in topics) if subtopologies else None
-        members = tuple(MemberDescription(
-            m.member_id, m.instance_id, m.client_id, m.client_host,
-            tuple(sorted(source)) if source is not None else None, None,
-            _task_partitions(m.assignment.active_tasks, subtopologies) if source is not None else None)
-            for m in group.members)
-        answers[group_id] = GroupDescription(group_id, STREAMS, group.group_state, STREAMS, None, members, source)
-    return {group_id: answer for group_id, answer in answers.items() if answer is not None}
+def _share_group(group_id: str, group) -> GroupDescription:
+    members = tuple(MemberDescription(
+        m.member_id, None, m.client_id, m.client_host, tuple(sorted(m.subscribed_topic_names)), None,
+        _topic_partitions(m.assignment.topic_partitions)) for m in group.members)
+    return GroupDescription(group_id, SHARE, group.group_state, SHARE, group.assignor_name or None, members)
+
+
+def _streams_group(group_id: str, group) -> GroupDescription:
+    # subtopology id -> the topics its tasks read (source and internal repartition topics)
+    subtopologies = {}
+    if group.topology is not None and group.topology.subtopologies is not None:
+        subtopologies = {s.subtopology_id: sorted({*s.source_topics, *(t.name for t in s.repartition_source_topics)})
+                         for s in group.topology.subtopologies}
+    source = frozenset(t for topics in subtopologies.values() for t in topics) if subtopologies else None
+    members = tuple(MemberDescription(
+        m.member_id, m.instance_id, m.client_id, m.client_host,
+        tuple(sorted(source)) if source is not None else None, None,
+        _task_partitions(m.assignment.active_tasks, subtopologies) if source is not None else None)
+        for m in group.members)
+    return GroupDescription(group_id, STREAMS, group.group_state, STREAMS, None, members, source)
 
 
 def _topic_partitions(entries) -> list[dict]:
@@ -277,5 +268,7 @@ def _task_partitions(tasks, subtopologies: dict[str, list[str]]) -> list[dict]:
     return [{"topic": topic, "partitions": sorted(partitions)} for topic, partitions in sorted(merged.items())]
 
 
-_DESCRIBERS = {CLASSIC: _describe_classic, CONSUMER: _describe_consumer, STREAMS: _describe_streams,
-               SHARE: _describe_share}
+_DESCRIBERS = {CLASSIC: _describe_classic,
+               CONSUMER: _describe_typed(ConsumerGroupDescribeRequest, CONSUMER, _consumer_group),
+               STREAMS: _describe_typed(StreamsGroupDescribeRequest, STREAMS, _streams_group),
+               SHARE: _describe_typed(ShareGroupDescribeRequest, SHARE, _share_group)}
