@@ -86,12 +86,13 @@ def unconsumed_messages_numbers(lake: Lake) -> dict:
         from unconsumed_messages""", "unconsumed_messages").to_pylist()
     rows = lake.query("""
         select "group", topic, count(distinct "partition") as partitions, sum(lost_count) as lost,
-               max(observed_at) as last_seen
+               sum(lost_count_at_least) as at_least, max(observed_at) as last_seen
         from unconsumed_messages
         group by "group", topic
         order by lost desc, "group", topic""", "unconsumed_messages").to_pylist()
-    table = markdown_table(["group", "topic", "partitions", "messages lost", "last seen"],
-                           [[r["group"], r["topic"], r["partitions"], f"{r['lost']:,}", _time(r["last_seen"])]
+    table = markdown_table(["group", "topic", "partitions", "messages lost (at most)", "at least", "last seen"],
+                           [[r["group"], r["topic"], r["partitions"], f"{r['lost']:,}", f"{r['at_least']:,}",
+                             _time(r["last_seen"])]
                             for r in rows],
                            empty="Retention has not deleted any message before a watched group consumed it.")
     return {

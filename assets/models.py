@@ -26,8 +26,8 @@ class ModelsResource(ConfigurableResource):
     offsets_retention_minutes_fallback: int = Field(
         default=10080, description="offsets.retention.minutes when the broker does not expose it")
     watched_groups_json: str = Field(
-        default="{}", description='KIP-490 watch list, e.g. {"invoices": ["billing"]}; unlisted topics '
-                                  "watch every group with offsets on them")
+        default="{}", description='KIP-490 watch list, e.g. {"invoices": ["billing"]}; on unlisted topics a '
+                                  "group watches the partitions where it holds an offset")
     metrics_bucket_minutes: int = Field(default=60, description="width of a coordinator_metrics bucket")
 
     _as_of: Optional[datetime] = PrivateAttr(default=None)
@@ -59,6 +59,7 @@ def _model_asset(model: Model) -> AssetsDefinition:
         kinds={"spark", "delta", "sql"},
         metadata={
             "grain": model.grain,
+            "in Kafka's terms": model.in_kafka,
             "materialized": model.materialized + (f" (merge on {', '.join(model.unique_key)})"
                                                   if model.materialized == "incremental" else ""),
             "sql": MetadataValue.path(f"dbt_like_sql/{model.layer}/{model.sql_path.name}"),

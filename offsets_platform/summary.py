@@ -105,9 +105,11 @@ def models_summary(lake: Lake, within_hours: int = 24) -> list[str]:
                              from consumer_lag group by "group" having sum(lag_messages) > 0
                              order by lag desc limit 5""", "consumer_lag").to_pylist():
         lines.append(f"  lag {row['group']}: {row['lag']:,} messages, oldest unconsumed {row['lag_ms'] / 1000:,.1f} s old")
-    for row in lake.query("""select "group", topic, sum(lost_count) as lost from unconsumed_messages
+    for row in lake.query("""select "group", topic, sum(lost_count) as lost, sum(lost_count_at_least) as at_least
+                             from unconsumed_messages
                              group by "group", topic order by lost desc""", "unconsumed_messages").to_pylist():
-        lines.append(f"  lost to retention (KIP-490): {row['group']} never consumed {row['lost']:,} "
+        count = f"{row['lost']:,}" if row["at_least"] == row["lost"] else f"{row['at_least']:,} to {row['lost']:,}"
+        lines.append(f"  lost to retention (KIP-490): {row['group']} never consumed {count} "
                      f"messages of {row['topic']} that retention deleted")
     expiring = lake.query(f"""
         select rule, count(*) as offsets, sum(case when expired_now then 1 else 0 end) as expired,

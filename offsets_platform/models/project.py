@@ -1,7 +1,7 @@
 """The dbt-like project: one SELECT per model in `dbt_like_sql/<layer>/`, one YAML per layer.
 
 A model is `<layer>/<name>.sql`. The layer's `<layer>.yml` gives each model its description,
-grain, materialization, unique key, columns (name, Spark SQL type, description, tests) and
+grain, meaning in Kafka's terms, materialization, unique key, columns (name, Spark SQL type, description, tests) and
 model-level tests. `sources.yml` lists the bronze tables models may read, with their own tests.
 Loading the project checks everything that can be checked without running SQL: every model has
 both its SQL and its YAML, names are unique, every `ref` names a model and every `source` a
@@ -55,6 +55,7 @@ class Model:
     refs_at_last_run: tuple[str, ...] = ()  # refs also read as they were at this model's last run
     sources: tuple[tuple[str, str], ...] = ()
     variables: tuple[str, ...] = ()  # the var() names the SQL uses
+    in_kafka: str = ""  # what the table means in Kafka's terms
 
     @property
     def code_version(self) -> str:
@@ -206,7 +207,7 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
     if used.refs_at_last_run and materialized != "incremental":
         raise ProjectError(f"{where}: ref(..., at_last_run=true) needs an incremental model")
     return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
-                 grain=entry.get("grain", ""), materialized=materialized, unique_key=unique_key,
+                 grain=entry.get("grain", ""), in_kafka=entry.get("in_kafka", ""), materialized=materialized, unique_key=unique_key,
                  columns=columns, tests=tuple(entry.get("tests", ())), refs=used.refs,
                  refs_at_last_run=used.refs_at_last_run, sources=used.sources, variables=used.variables)
 

@@ -87,7 +87,7 @@ def default_variables(now: datetime | None = None) -> dict[str, Any]:
         "as_of": now.strftime("%Y-%m-%d %H:%M:%S.%f"),
         # Kafka's default offsets.retention.minutes, used when no snapshot knows the broker's.
         "offsets_retention_minutes_fallback": 10080,
-        # KIP-490 watch list per topic; a topic not listed watches every group with offsets on it.
+        # KIP-490 watch list per topic; elsewhere a group watches the partitions where it holds an offset.
         "watched_groups": {},
         # Width of a coordinator_metrics time bucket.
         "metrics_bucket_minutes": 60,

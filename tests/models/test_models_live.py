@@ -45,24 +45,31 @@ def live(spark, broker, connection, module_lake):
 
 
 def _expected_losses(lake, group: str) -> dict[tuple[str, int], int]:
-    """KIP-490 worked out from the snapshot tables: at each move of a partition's log start,
-    [max(previous start, committed then), new start) was lost, when that range is not empty. The
-    group is watched while it has offsets on the topic; without one on the partition, it had
-    consumed none of it, so all that was deleted is lost."""
+    """KIP-490 worked out in Python from the snapshot tables and the log, at most: at each move of
+    a partition's log start between two snapshots, [max(previous start, lowest offset the group
+    held meanwhile), new start) may have been lost. The offsets it held are the earlier
+    snapshot's, every commit the log shows in between and the later snapshot's; the group watches
+    the partitions where it held one."""
     at = {r["snapshot_id"]: r["snapshot_at"] for r in lake.read_arrow("broker_configs").to_pylist()}
     starts = sorted((at[r["snapshot_id"]], r["topic"], r["partition"], r["log_start_offset"])
                     for r in lake.read_arrow("log_offset_snapshots").to_pylist() if r["snapshot_id"] in at)
-    committed = {(r["snapshot_id"], r["topic"], r["partition"]): r["committed_offset"]
-                 for r in lake.read_arrow("committed_offset_snapshots").to_pylist() if r["group"] == group}
-    snapshot_of = {v: k for k, v in at.items()}
+    snapshot_offsets = {(at[r["snapshot_id"]], r["topic"], r["partition"]): r["committed_offset"]
+                        for r in lake.read_arrow("committed_offset_snapshots").to_pylist()
+                        if r["group"] == group and r["snapshot_id"] in at}
+    commits = [(r["source_timestamp"], r["topic"], r["partition"], r["offset"])
+               for r in lake.read_arrow("offset_commit_records").to_pylist()
+               if r["group"] == group and not r["tombstone"]]
     previous, lost = {}, {}
     for when, topic, partition, start in starts:
-        before = previous.get((topic, partition))
-        watched = any(key[0] == snapshot_of[when] and key[1] == topic for key in committed)
-        offset = committed.get((snapshot_of[when], topic, partition), before)
-        if before is not None and start > before and watched:
-            lost[(topic, partition)] = lost.get((topic, partition), 0) + max(0, start - max(before, offset))
-        previous[(topic, partition)] = start
+        key = (topic, partition)
+        if key in previous and start > previous[key][1]:
+            since, before = previous[key]
+            held = [snapshot_offsets.get((since, *key)), snapshot_offsets.get((when, *key))]
+            held += [offset for t, *k, offset in commits if tuple(k) == key and since < t <= when]
+            held = [offset for offset in held if offset is not None]
+            if held:
+                lost[key] = lost.get(key, 0) + max(0, start - max(before, min(held)))
+        previous[key] = (when, start)
     return {key: count for key, count in lost.items() if count}
 
 

@@ -28,7 +28,7 @@ def test_the_shipped_project_runs_every_model_after_the_models_it_refs():
     project = default_project()
     position = {model.name: index for index, model in enumerate(project.models)}
     for model in project.models:
-        assert model.description and model.grain and model.columns, model.name
+        assert model.description and model.grain and model.in_kafka and model.columns, model.name
         for ref in model.refs:
             assert position[ref] < position[model.name], (ref, model.name)
     assert {"committed_offsets", "group_state", "group_state_history", "group_members", "group_subscriptions",

@@ -3,10 +3,13 @@
 Three snapshots ten minutes apart of topic `events` (cleanup.policy=delete, retention.ms 1 h)
 whose log start moves 0 -> 60 -> 150 while the log end grows 100 -> 200 -> 300:
 - `slow` stays at offset 40 and loses [40, 60) then [60, 150);
-- `fast` keeps up and loses nothing; `mid` sits at 150 in the last snapshot;
+- `fast` keeps up and loses nothing; `mid` is at 120, then at 150 when the log start reaches 150;
 - `clicks` is watched by a configured group `audit` that has no committed offset: it loses
   everything deleted; `state` is compacted and out of scope;
-- `stopped` is Stable, then Empty from the second snapshot on.
+- `stopped` is Stable, then Empty from the second snapshot on;
+- `resetter` is at 40 on `resets` when its log start moves 0 -> 60, then resets past the deleted
+  range and commits 120 before the second snapshot (the log shows each commit);
+- `one-partition` holds an offset on partition 0 of `pair` only, whose partition 1 loses 50.
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ S1, S2, S3 = at(days=1), at(days=1, minutes=10), at(days=1, minutes=20)
 RETENTION_MS = 3_600_000
 
 
-def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopped_state: str) -> None:
-    topics = [{"topic": "events", "retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"},
-              {"topic": "clicks", "retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"},
-              {"topic": "state", "retention_ms": -1, "retention_bytes": -1, "cleanup_policy": "compact"}]
+def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopped_state: str,
+              other_starts: dict) -> None:
+    delete = {"retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"}
+    topics = [{"topic": t, **delete} for t in ("events", "clicks", "resets", "pair")]
+    topics.append({"topic": "state", "retention_ms": -1, "retention_bytes": -1, "cleanup_policy": "compact"})
     logs = [{"topic": t, "partition": 0, "log_start_offset": start, "log_end_offset": end}
             for t in ("events", "clicks", "state")]
+    logs += [{"topic": t, "partition": p, "log_start_offset": log_start, "log_end_offset": end}
+             for (t, p), log_start in other_starts.items()]
     b.snapshot(when, topics=topics, logs=logs,
                groups=[{"group": "stopped", "state": stopped_state, "protocol_type": "consumer", "protocol": "",
                         "member_count": 1 if stopped_state == "Stable" else 0}],
@@ -40,12 +46,20 @@ def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopp
 @pytest.fixture(scope="module")
 def lake(spark, module_lake):
     b = BronzeBuilder()
+    others = {("one-partition", "pair"): 10}
     _snapshot(b, S1, 0, 100, {("slow", "events"): 40, ("fast", "events"): 100, ("mid", "events"): 90,
-                              ("stopped", "events"): 50, ("slow", "state"): 0}, "Stable")
+                              ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 40,
+                              **others}, "Stable", {("resets", 0): 0, ("pair", 0): 0, ("pair", 1): 0})
+    b.commit("resetter", "resets", 0, 45, S1 + timedelta(minutes=2))
+    b.commit("resetter", "resets", 0, 120, S1 + timedelta(minutes=5))
+    b.commit("resetter", "resets", 0, 130, S2)
+    b.commit("resetter", "resets", 0, 150, S2 + timedelta(minutes=1))  # after the interval
     _snapshot(b, S2, 60, 200, {("slow", "events"): 40, ("fast", "events"): 200, ("mid", "events"): 120,
-                               ("stopped", "events"): 50, ("slow", "state"): 0}, "Empty")
+                               ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 130,
+                               **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50})
     _snapshot(b, S3, 150, 300, {("slow", "events"): 40, ("fast", "events"): 300, ("mid", "events"): 150,
-                                ("stopped", "events"): 50, ("slow", "state"): 0}, "Empty")
+                                ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 150,
+                                **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50})
     b.write(module_lake)
     run_models(spark, module_lake, S3 + timedelta(minutes=1), watched_groups={"clicks": ["audit"]})
     return module_lake
@@ -60,9 +74,31 @@ def test_slow_group_loses_what_retention_deleted_before_it_was_consumed(lake):
     assert second["retention_ms"] == RETENTION_MS and second["watched_by"] == "default"
 
 
+def test_a_loss_is_counted_even_when_the_group_committed_past_it_before_the_next_snapshot(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    reset = facts[("resetter", "resets", S2)]
+    assert (reset["committed_offset_at_start"], reset["committed_offset"], reset["log_records_between"]) == (40, 130, 3)
+    # at most [40, 60) if the log start moved while 40 was in force; at least nothing, had it
+    # moved after the commit of 120
+    assert (reset["lost_from_offset"], reset["lost_to_offset"], reset["lost_count"]) == (40, 60, 20)
+    assert reset["lost_count_at_least"] == 0
+    slow = facts[("slow", "events", S2)]  # held 40 throughout: the bounds agree
+    assert slow["lost_count_at_least"] == slow["lost_count"] == 20
+
+
+def test_a_group_watches_only_the_partitions_where_it_holds_an_offset(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    assert not [k for k in facts if k[1] == "pair"]
+
+
 def test_group_that_keeps_up_loses_nothing_and_compacted_topics_are_out_of_scope(lake):
     facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
-    assert not [k for k in facts if k[0] in ("fast", "mid")]
+    assert not [k for k in facts if k[0] == "fast"]
+    # `mid` was at 120 when the log start began moving to 150 and at 150 when it ended: it may
+    # have lost [120, 150), or nothing
+    mid = facts.pop(("mid", "events", S3))
+    assert (mid["lost_count"], mid["lost_count_at_least"]) == (30, 0)
+    assert not [k for k in facts if k[0] == "mid"]
     assert not [k for k in facts if k[1] == "state"]
 
 
@@ -78,7 +114,9 @@ def test_non_consumed_total_sums_losses_per_partition(lake):
     (row,) = [r for r in lake.read_arrow("non_consumed_metrics").to_pylist() if r["topic"] == "events"]
     slow = (60 - 40) + (150 - 60)
     stopped = (60 - 50) + (150 - 60)  # committed 50 in every snapshot
-    assert row["non_consumed_total"] == slow + stopped and row["groups_affected"] == 2
+    mid = 150 - 120  # at most; at least nothing
+    assert row["non_consumed_total"] == slow + stopped + mid and row["groups_affected"] == 3
+    assert row["non_consumed_at_least"] == slow + stopped
 
 
 def test_lag_in_messages_and_below_log_start(lake):

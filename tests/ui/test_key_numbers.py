@@ -89,7 +89,7 @@ def test_offsets_expiring_within_24_hours(lake):
 def test_messages_lost_to_retention(lake):
     numbers = unconsumed_messages_numbers(lake)
     assert (numbers["messages_lost_to_retention"], numbers["groups_that_lost_messages"]) == (20 + 90, 1)
-    assert numbers["lost_by_group"].value.splitlines()[2:] == ["| slow | events | 1 | 110 | 2026-01-10 00:20 UTC |"]
+    assert numbers["lost_by_group"].value.splitlines()[2:] == ["| slow | events | 1 | 110 | 110 | 2026-01-10 00:20 UTC |"]
 
 
 def test_only_the_three_models_have_key_numbers_and_a_missing_table_has_none(lake, tmp_path):
