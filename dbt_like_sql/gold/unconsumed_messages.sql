@@ -33,6 +33,10 @@ configs as (
     select c.snapshot_id, c.topic, c.retention_ms, c.retention_bytes, c.cleanup_policy
     from {{ source('bronze', 'topic_configs') }} c
 ),
+window_bounds as (
+    -- the span of every move's interval, as constants the log's scan can skip files with
+    select min(previous_snapshot_at) as earliest, max(snapshot_at) as latest from moves
+),
 held as (
     -- every offset a group held on a moved partition during the move's interval; a tombstone in
     -- the log holds none (null)
@@ -49,6 +53,8 @@ held as (
     join {{ source('bronze', 'offset_commit_records') }} r
       on r.topic = m.topic and r.`partition` = m.`partition`
      and r.source_timestamp > m.previous_snapshot_at and r.source_timestamp <= m.snapshot_at
+    where r.source_timestamp > (select earliest from window_bounds)
+      and r.source_timestamp <= (select latest from window_bounds)
 ),
 held_per_group as (
     select topic, `partition`, snapshot_id, `group`,
@@ -69,30 +75,39 @@ configured_watch as (
     {%- endfor %}{% endfor %}
         ('', '') as t(topic, `group`)
 ),
-watchers as (
-    select m.topic, m.`partition`, m.snapshot_id, w.`group`, 'configured' as watched_by
+configured_watchers as (
+    select m.topic, m.`partition`, m.snapshot_id, w.`group`
     from moves m join configured_watch w on w.topic = m.topic
-    union all
-    select topic, `partition`, snapshot_id, `group`, 'default' as watched_by
-    from held_per_group
-    where highest_offset is not null and topic not in (select topic from configured_watch)
+),
+watchers as (
+    -- per move, the groups listed for the topic, or else the groups that held an offset on the
+    -- partition. One join, so that Spark reads the log once: it repeats a CTE's scan for every
+    -- reference.
+    select coalesce(g.topic, c.topic) as topic, coalesce(g.`partition`, c.`partition`) as `partition`,
+           coalesce(g.snapshot_id, c.snapshot_id) as snapshot_id, coalesce(g.`group`, c.`group`) as `group`,
+           case when c.`group` is not null then 'configured' else 'default' end as watched_by,
+           g.lowest_offset, g.highest_offset, g.committed_offset_at_start, g.committed_offset,
+           coalesce(g.log_records_between, 0) as log_records_between, coalesce(g.held_throughout, false) as held_throughout
+    from held_per_group g
+    full outer join configured_watchers c
+      on c.topic = g.topic and c.`partition` = g.`partition` and c.snapshot_id = g.snapshot_id
+     and c.`group` = g.`group`
+    where c.`group` is not null
+       or (g.highest_offset is not null and g.topic not in (select topic from configured_watch))
 ),
 facts as (
     select m.topic, m.`partition`, w.`group`, w.watched_by, m.snapshot_at as observed_at,
            m.previous_snapshot_at, m.previous_log_start_offset, m.log_start_offset,
-           g.committed_offset_at_start, g.committed_offset, coalesce(g.log_records_between, 0) as log_records_between,
+           w.committed_offset_at_start, w.committed_offset, w.log_records_between,
            greatest(m.previous_log_start_offset,
-                    case when w.watched_by = 'default' or g.held_throughout then g.lowest_offset
+                    case when w.watched_by = 'default' or w.held_throughout then w.lowest_offset
                          else m.previous_log_start_offset end) as lost_from_offset,
-           greatest(m.previous_log_start_offset, coalesce(g.highest_offset, m.previous_log_start_offset))
+           greatest(m.previous_log_start_offset, coalesce(w.highest_offset, m.previous_log_start_offset))
                as certainly_lost_from_offset,
            c.retention_ms, c.retention_bytes, c.cleanup_policy
     from moves m
     join watchers w on w.topic = m.topic and w.`partition` = m.`partition` and w.snapshot_id = m.snapshot_id
     join configs c on c.snapshot_id = m.snapshot_id and c.topic = m.topic
-    left join held_per_group g
-      on g.snapshot_id = m.snapshot_id and g.`group` = w.`group` and g.topic = m.topic
-     and g.`partition` = m.`partition`
     where array_contains(split(c.cleanup_policy, ','), 'delete')
 )
 select topic, `partition`, `group`, watched_by, observed_at, previous_snapshot_at,
