@@ -11,7 +11,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from offsets_platform.cleanup.cli_direct import add_direct_commands
+from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.lake import Lake
 from offsets_platform.settings import Settings
 from tests.kafka.test_admin_snapshot import commit, create_topics, join_group, produce_counts

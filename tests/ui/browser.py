@@ -215,7 +215,7 @@ class Browser:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-            raise TimeoutError(f"chromium did not render {url} within {timeout:.0f} s")
+            raise TimeoutError(f"chromium did not render {url} within {timeout:.0f} s") from None
         finally:
             shutil.rmtree(profile, ignore_errors=True)
         if process.returncode != 0 or "<html" not in dom:

@@ -47,7 +47,7 @@ def demo_lake() -> Lake:
           "(real groups on a fresh embedded broker, about 2 minutes)")
     # Imported here, not at the top: the demo runs the Dagster job, and the library stays free of
     # Dagster unless a demo is actually needed (as in offsets_platform.cli).
-    from assets.demo import run_demo
+    from proving_ground.demo import run_demo
 
     return run_demo(home, **SMALL_DEMO)
 

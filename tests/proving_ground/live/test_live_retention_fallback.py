@@ -8,10 +8,10 @@ import pytest
 from kafka import TopicPartition
 from kafka.admin import OffsetSpec
 
-from offsets_platform.workload.live.cluster_setup import TopicsAlreadyExist, create_topics, topic_configs
-from offsets_platform.workload.live.producer import TickProducer
-from offsets_platform.workload.live.retention import DELETE_RECORDS, RETENTION, RetentionWatch
-from offsets_platform.workload.live.scenarios import DAY_MS, TopicSpec
+from proving_ground.workload.live.cluster_setup import TopicsAlreadyExist, create_topics, topic_configs
+from proving_ground.workload.live.producer import TickProducer
+from proving_ground.workload.live.retention import DELETE_RECORDS, RETENTION, RetentionWatch
+from proving_ground.workload.live.scenarios import DAY_MS, TopicSpec
 
 pytestmark = pytest.mark.integration
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsets_platform.workload.live.clients import admin_client
+from proving_ground.workload.live.clients import admin_client
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 
 from offsets_platform.codec import decode_record
 from offsets_platform.codec import encode as enc
-from offsets_platform.workload import (
+from proving_ground.workload import (
     BATCH_SCHEMA,
     SCENARIOS,
     CoordinatorRecord,
@@ -16,7 +16,7 @@ from offsets_platform.workload import (
     partition_for,
     summarize,
 )
-from offsets_platform.workload.groups import v3_packer
+from proving_ground.workload.groups import v3_packer
 
 START_MS = 1_700_000_000_000  # the same start as conftest's shared 20k stream
 

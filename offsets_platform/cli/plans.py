@@ -6,7 +6,7 @@ import argparse
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS
-from offsets_platform.cli_args import cluster_and_lake, lake_of, requester
+from offsets_platform.cli.args import cluster_and_lake, lake_of, requester
 from offsets_platform.settings import Settings
 
 

@@ -1,6 +1,6 @@
 """What the live workload creates: its topics (with configs), its groups, and its timeline.
 
-Names follow `offsets_platform.workload.scenarios` (the generated coordinator history), so a
+Names follow `proving_ground.workload.scenarios` (the generated coordinator history), so a
 live cluster and a generated `__consumer_offsets` tell the same stories.
 """
 

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachable
 from offsets_platform.settings import OFFSETS_TOPIC
-from offsets_platform.workload.partitioning import DEFAULT_PARTITIONS
+from proving_ground.workload.partitioning import DEFAULT_PARTITIONS
 
 HISTORY_TOPIC = "coordinator-history"
 """The default topic of generated coordinator history."""

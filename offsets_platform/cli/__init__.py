@@ -9,9 +9,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from offsets_platform.cleanup.cli_direct import add_direct_commands
-from offsets_platform.cli_args import cluster_and_lake, lake_of
-from offsets_platform.cleanup.cli_plans import add_plan_commands
+from offsets_platform.cli.direct import add_direct_commands
+from offsets_platform.cli.args import cluster_and_lake, lake_of
+from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.ingest.offsets_topic import IngestError
 from offsets_platform.kafka.embedded import DEFAULT_HEAP_MB, BrokerStartFailed, PortInUse
@@ -19,13 +19,6 @@ from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.kafka.jvm import KafkaNotInstalled
 from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError, serve_spark_connect
 from offsets_platform.settings import Settings
-
-
-def _demo(args: argparse.Namespace, settings: Settings) -> int:
-    from assets.demo import run_demo
-
-    run_demo(Path(args.home) if args.home else settings.home, seed=args.seed, live_scale=args.scale)
-    return 0
 
 
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -127,12 +120,6 @@ def _spark_server(args: argparse.Namespace, settings: Settings) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="offsets-platform", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-
-    demo = commands.add_parser("demo", help="the main job on a fresh embedded broker (Apache Kafka)")
-    demo.add_argument("--seed", type=int, default=7, help="seed of the live workload")
-    demo.add_argument("--scale", type=float, default=1.0, help="message volume of the live workload")
-    demo.add_argument("--home", help="folder for the demo (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
-    demo.set_defaults(run=_demo)
 
     ingest = commands.add_parser("ingest", help="read __consumer_offsets of a cluster into bronze")
     ingest.add_argument("--bootstrap-server", help="host:port of the cluster")

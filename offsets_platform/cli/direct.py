@@ -12,7 +12,7 @@ from offsets_platform.cleanup.direct import (
     AuditContext, audit_groups, audit_offsets, parse_topic_argument, record_audit, run_delete_groups,
     run_delete_offsets,
 )
-from offsets_platform.cli_args import cluster_and_lake, requester
+from offsets_platform.cli.args import cluster_and_lake, requester
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.settings import Settings
 

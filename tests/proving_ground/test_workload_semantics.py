@@ -2,7 +2,7 @@
 
 from collections import defaultdict
 
-from offsets_platform.workload import RETENTION_MS
+from proving_ground.workload import RETENTION_MS
 
 DAY = 86_400_000
 

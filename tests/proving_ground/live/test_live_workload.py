@@ -20,10 +20,10 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, Of
 
 from offsets_platform.codec.consumer_protocol import decode_subscription
 from offsets_platform.kafka.embedded import EmbeddedBroker
-from offsets_platform.workload.live import describe_groups_raw, run_live_workload
-from offsets_platform.workload.live.clients import confluent_admin, describe_kip848_groups, list_groups_typed
-from offsets_platform.workload.live.messages import digest_update, plan
-from offsets_platform.workload.live.scenarios import GROUPS, REGEX, STREAMS_INPUT, STREAMS_OUTPUT, TOPICS
+from proving_ground.workload.live import describe_groups_raw, run_live_workload
+from proving_ground.workload.live.clients import confluent_admin, describe_kip848_groups, list_groups_typed
+from proving_ground.workload.live.messages import digest_update, plan
+from proving_ground.workload.live.scenarios import GROUPS, REGEX, STREAMS_INPUT, STREAMS_OUTPUT, TOPICS
 
 pytestmark = pytest.mark.integration
 

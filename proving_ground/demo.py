@@ -1,4 +1,5 @@
-"""`make demo`: the main job on the embedded default, start to finish, leaving nothing running.
+"""`make demo` (`python -m proving_ground.demo`): the main job on the embedded default, start to
+finish, leaving nothing running.
 
 On a fresh Apache Kafka broker started by the project:
 1. the live workload starts: real producers and groups of every kind (classic consumer groups
@@ -15,18 +16,22 @@ Then it prints a summary and writes the report, ends the live members and stops 
 
 from __future__ import annotations
 
+import argparse
 import shutil
+import sys
 import threading
 import time
 from pathlib import Path
 
 from dagster import DagsterInstance
 
-from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.kafka.embedded import BrokerStartFailed, EmbeddedBroker, PortInUse
+from offsets_platform.kafka.jvm import KafkaNotInstalled
 from offsets_platform.lake import Lake
 from offsets_platform.report import report_path, write_report
+from offsets_platform.settings import Settings
 from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
-from offsets_platform.workload.live import run_live_workload
+from proving_ground.workload.live import run_live_workload
 
 SECONDS_BETWEEN_REFRESHES = 3.0
 
@@ -126,3 +131,22 @@ def _print_summary(lake: Lake, workload) -> None:
     # The same answers as figures, in one HTML file that opens offline: <demo home>/reports/.
     report = write_report(lake, report_path(lake))
     print(f"report: {report}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m proving_ground.demo",
+                                     description="the main job on a fresh embedded broker (Apache Kafka)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the live workload")
+    parser.add_argument("--scale", type=float, default=1.0, help="message volume of the live workload")
+    parser.add_argument("--home", help="folder for the demo (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+    args = parser.parse_args(argv)
+    try:
+        run_demo(Path(args.home) if args.home else Settings.from_env().home, seed=args.seed, live_scale=args.scale)
+    except (BrokerStartFailed, KafkaNotInstalled, PortInUse) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,7 +2,7 @@
 
 import pytest
 
-from offsets_platform.workload import DEFAULT_PARTITIONS, java_string_hashcode, kafka_abs, partition_for
+from proving_ground.workload import DEFAULT_PARTITIONS, java_string_hashcode, kafka_abs, partition_for
 
 
 @pytest.mark.parametrize(("text", "expected"), [

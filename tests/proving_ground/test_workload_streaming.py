@@ -3,7 +3,7 @@
 import collections
 import tracemalloc
 
-from offsets_platform.workload import generate
+from proving_ground.workload import generate
 
 START_MS = 1_700_000_000_000
 

@@ -7,7 +7,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.workload import HISTORY_TOPIC, create_history_topic, generate, produce_records
+from proving_ground.workload import HISTORY_TOPIC, create_history_topic, generate, produce_records
 
 START_MS = 1_700_000_000_000
 

@@ -1,6 +1,6 @@
 """A live workload: real producers and groups of every kind driving a real Kafka cluster.
 
-`offsets_platform.workload` generates coordinator *records* for scale; this package is its live
+`proving_ground.workload` generates coordinator *records* for scale; this package is its live
 counterpart, whose records Kafka's own group coordinator writes into `__consumer_offsets`.
 `run_live_workload(bootstrap_servers, seed=7, scale=1.0)` creates fifteen topics, runs eleven
 group scenarios for TICKS * TICK_S = 12 s and returns a `LiveWorkload` saying what it left
