@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON_INSTALLED := $(VENV)/.installed
 # Apache Kafka's jars (jvm/pom.xml), fetched from Maven Central into the virtual environment,
-# where offsets_platform.kafka.jvm looks for them.
+# where offsets_platform.broker.jvm looks for them.
 JARS := $(VENV)/share/offsets-platform/jars
 JARS_INSTALLED := $(VENV)/.jars-installed
 INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED)

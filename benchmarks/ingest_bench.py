@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 from offsets_platform.codec import decode_batch, decode_record
-from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.broker.embedded import EmbeddedBroker
 from proving_ground.workload.coordinator_history import default_start_ms, generate, generate_batches
 from proving_ground.workload.produce import HISTORY_TOPIC, create_history_topic, produce_records
 

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from ingest_bench import timed, write_results  # benchmarks/ is on sys.path when this file runs as a script
 from offsets_platform.ingest.offsets_topic import IngestResult, write_batch
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.kafka.offsets_topic import RAW_SCHEMA
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import RECORD_TABLES

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from dagster import DagsterInstance
 
-from offsets_platform.kafka.embedded import BrokerStartFailed, EmbeddedBroker, PortInUse
-from offsets_platform.kafka.jvm import KafkaNotInstalled
+from offsets_platform.broker.embedded import BrokerStartFailed, EmbeddedBroker, PortInUse
+from offsets_platform.broker.jvm import KafkaNotInstalled
 from offsets_platform.lake import Lake
 from offsets_platform.report import report_path, write_report
 from offsets_platform.settings import Settings

@@ -45,8 +45,8 @@ def demo_lake() -> Lake:
         return lake
     print(f"no finished demo under {home / 'demo'}: running a small demo first "
           "(real groups on a fresh embedded broker, about 2 minutes)")
-    # Imported here, not at the top: the demo runs the Dagster job, and the library stays free of
-    # Dagster unless a demo is actually needed (as in offsets_platform.cli).
+    # Imported here, not at the top: the demo loads Dagster, which a notebook that finds a demo
+    # does not need.
     from proving_ground.demo import run_demo
 
     return run_demo(home, **SMALL_DEMO)
@@ -61,7 +61,7 @@ def demo_broker(lake: Lake) -> Iterator[KafkaConnection]:
     the same topics and groups. The cleanup notebook dry-runs a plan against it: the plan comes
     from this lake, so it is the cluster the plan is about (a real cluster is never touched).
     """
-    from offsets_platform.kafka.embedded import EmbeddedBroker
+    from offsets_platform.broker.embedded import EmbeddedBroker
 
     data_dir = lake.root.parent / "broker"
     print(f"starting the demo's embedded broker again on {data_dir}")

@@ -14,9 +14,9 @@ from offsets_platform.cli.args import cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.ingest.offsets_topic import IngestError
-from offsets_platform.kafka.embedded import DEFAULT_HEAP_MB, BrokerStartFailed, PortInUse
+from offsets_platform.broker.embedded import DEFAULT_HEAP_MB, BrokerStartFailed, PortInUse
 from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.kafka.jvm import KafkaNotInstalled
+from offsets_platform.broker.jvm import KafkaNotInstalled
 from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError, serve_spark_connect
 from offsets_platform.settings import Settings
 
@@ -73,8 +73,8 @@ def _models(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _broker(args: argparse.Namespace, settings: Settings) -> int:
-    from offsets_platform.kafka.embedded import EmbeddedBroker
-    from offsets_platform.kafka.jvm import kafka_version
+    from offsets_platform.broker.embedded import EmbeddedBroker
+    from offsets_platform.broker.jvm import kafka_version
 
     overrides = dict(args.override or [])
     data_dir = Path(args.data_dir) if args.data_dir else settings.broker_data_dir

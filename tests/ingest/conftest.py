@@ -13,7 +13,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.settings import KafkaConnection
 from proving_ground.workload import create_history_topic
 

@@ -19,8 +19,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from offsets_platform.cleanup.kafka_calls import delete_groups, delete_offsets
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.kafka.admin_calls import open_admin
-from offsets_platform.kafka.embedded import EmbeddedBroker, free_loopback_port
-from offsets_platform.kafka.jvm import run_tool
+from offsets_platform.broker.embedded import EmbeddedBroker, free_loopback_port
+from offsets_platform.broker.jvm import run_tool
 from offsets_platform.lake import Lake
 from offsets_platform.settings import KafkaConnection
 from tests.models.conftest import run_models

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from offsets_platform.codec import decode_record
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.broker.embedded import free_loopback_port
 from proving_ground.workload import generate
 
 START_MS = 1_700_000_000_000  # fixed, so every run of the suite sees the same bytes

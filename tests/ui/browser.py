@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 from assets.automation import AUTOMATION_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, REFRESH_CRON_ENV
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.broker.embedded import free_loopback_port
 
 AUTOMATION_SETTINGS = (REFRESH_CRON_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, AUTOMATION_ENV)
 ROOT = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from kafka import TopicPartition
 
 from offsets_platform.kafka.admin_calls import SnapshotAdminClient
-from offsets_platform.kafka.admin_snapshot import log_start_and_end
+from offsets_platform.ingest.snapshot_collect import log_start_and_end
 
 SESSION_TIMEOUT_MS = 10_000
 """Classic members: within Kafka's group.min.session.timeout.ms (6 s), and short enough that a

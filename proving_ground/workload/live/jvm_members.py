@@ -29,7 +29,7 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
-from offsets_platform.kafka.jvm import java_command
+from offsets_platform.broker.jvm import java_command
 
 SHARE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
 WORDCOUNT = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"

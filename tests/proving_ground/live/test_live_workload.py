@@ -19,7 +19,7 @@ from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, OffsetSpec
 
 from offsets_platform.codec.consumer_protocol import decode_subscription
-from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.broker.embedded import EmbeddedBroker
 from proving_ground.workload.live import describe_groups_raw, run_live_workload
 from proving_ground.workload.live.clients import confluent_admin, describe_kip848_groups, list_groups_typed
 from proving_ground.workload.live.messages import digest_update, plan

@@ -15,7 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 
 JARS_ENV = "OFFSETS_PLATFORM_JARS"
-TOOLS_LOG4J = files("offsets_platform.kafka").joinpath("log4j2-tools.properties")
+TOOLS_LOG4J = files("offsets_platform.broker").joinpath("log4j2-tools.properties")
 
 
 class KafkaNotInstalled(RuntimeError):

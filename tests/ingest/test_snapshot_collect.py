@@ -20,7 +20,7 @@ from kafka.protocol.consumer import JoinGroupRequest, SyncGroupRequest
 
 from offsets_platform.codec.consumer_protocol import decode_subscription
 from offsets_platform.kafka.admin_calls import error_name, open_admin
-from offsets_platform.kafka.admin_snapshot import take_snapshot
+from offsets_platform.ingest.snapshot_collect import take_snapshot
 
 ORDERS, PAYMENTS = "orders", "payments"
 PRODUCED = {ORDERS: [5, 7, 9], PAYMENTS: [4, 6]}  # messages per partition

@@ -12,9 +12,9 @@ import psutil
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
-from offsets_platform.kafka.embedded import BrokerStartFailed, EmbeddedBroker, PortInUse, free_loopback_port
+from offsets_platform.broker.embedded import BrokerStartFailed, EmbeddedBroker, PortInUse, free_loopback_port
 from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachable
-from offsets_platform.kafka.jvm import kafka_version
+from offsets_platform.broker.jvm import kafka_version
 from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.settings import KafkaConnection
 
@@ -134,7 +134,7 @@ def test_reader_on_a_down_broker_fails_with_the_address(tmp_path):
 def test_a_broker_whose_starter_is_killed_stops_too(tmp_path):
     # SIGKILL leaves the starting process no chance to clean up; the broker must still go.
     script = ("import sys, time\n"
-              "from offsets_platform.kafka.embedded import EmbeddedBroker\n"
+              "from offsets_platform.broker.embedded import EmbeddedBroker\n"
               f"broker = EmbeddedBroker({str(tmp_path / 'b')!r}).start()\n"
               "print(broker.pid, flush=True)\n"
               "time.sleep(600)\n")

@@ -2,7 +2,7 @@
 
 One JVM is a combined broker and controller on loopback ports, with its data under `data_dir`
 and a bounded heap, so that it fits beside Spark on a small machine. It runs from the jars the
-install step fetched (offsets_platform.kafka.jvm). The broker is stopped by its own process id;
+install step fetched (offsets_platform.broker.jvm). The broker is stopped by its own process id;
 it also receives SIGTERM if the process that started it dies, so nothing is left running.
 """
 
@@ -23,9 +23,9 @@ from typing import Mapping
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from offsets_platform.kafka.jvm import java_command
+from offsets_platform.broker.jvm import java_command
 
-BROKER_LOG4J = files("offsets_platform.kafka").joinpath("log4j2-broker.properties")
+BROKER_LOG4J = files("offsets_platform.broker").joinpath("log4j2-broker.properties")
 DEFAULT_HEAP_MB = 512
 
 # Kafka's defaults, except where one node on loopback needs otherwise or where a default would make

@@ -19,9 +19,10 @@ from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, OffsetSpec
 
 from offsets_platform.kafka.admin_calls import (
-    CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient, SnapshotRows, open_admin, sendable,
+    CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient, open_admin,
 )
-from offsets_platform.kafka.admin_groups import collect_groups
+from offsets_platform.ingest.snapshot_rows import SnapshotRows, sendable
+from offsets_platform.ingest.snapshot_groups import collect_groups
 from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachable
 from offsets_platform.settings import KafkaConnection
 

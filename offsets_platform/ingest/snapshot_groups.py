@@ -16,8 +16,9 @@ not an error; bytes that are there but do not decode leave the decoded columns n
 from __future__ import annotations
 
 from offsets_platform.kafka.admin_calls import (
-    CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient, SnapshotRows, sendable,
+    CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient,
 )
+from offsets_platform.ingest.snapshot_rows import SnapshotRows, sendable
 from offsets_platform.kafka.admin_describe import OPERATIONS, GroupDescription, describe_groups
 
 NOT_FOUND = "GROUP_ID_NOT_FOUND"
