@@ -9,7 +9,7 @@ JARS := $(VENV)/share/offsets-platform/jars
 JARS_INSTALLED := $(VENV)/.jars-installed
 INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED)
 
-.PHONY: demo test lint bench bench-models ui spark-server broker validate clean
+.PHONY: demo test test-fast lint bench bench-models ui spark-server broker validate clean
 
 $(PYTHON_INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's
 test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium first when missing, for tests/ui)
 	bash .ci/install-chromium
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest
+
+test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes: pure logic, the codec, SQL rules on tiny inputs, definitions load
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -m fast
 
 lint: $(PYTHON_INSTALLED)  ## ruff, and the import contract: the library never imports Dagster or the proving ground
 	$(BIN)/ruff check .

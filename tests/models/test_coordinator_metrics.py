@@ -12,6 +12,8 @@ import pytest
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import run_models
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 @pytest.fixture(scope="module")
 def metrics(spark, module_lake):

@@ -18,6 +18,9 @@ from proving_ground.workload import (
 )
 from proving_ground.workload.groups import v3_packer
 
+pytestmark = pytest.mark.fast  # make test-fast
+
+
 START_MS = 1_700_000_000_000  # the same start as conftest's shared 20k stream
 
 

@@ -4,6 +4,8 @@ import pytest
 
 from proving_ground.workload import DEFAULT_PARTITIONS, java_string_hashcode, kafka_abs, partition_for
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("", 0), ("a", 97), ("abc", 96354), ("hello", 99162322),

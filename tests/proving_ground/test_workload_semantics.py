@@ -2,7 +2,12 @@
 
 from collections import defaultdict
 
+import pytest
+
 from proving_ground.workload import RETENTION_MS
+
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 DAY = 86_400_000
 
