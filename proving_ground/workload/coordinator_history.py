@@ -6,7 +6,8 @@ order, so the stream needs constant memory however long it runs. Records carry t
 writes: keys and the rarer values come from `offsets_platform.codec.encode`, keys are built
 once per (group, topic, partition), and the hot offset-commit value v3 is a single `struct` call.
 
-Expiration follows the group coordinator's rules (see dbt_like_sql/gold/expirable_offsets.sql), applied at the coordinator's 10-minute cleanup ticks:
+Expiration follows the group coordinator's rules (docs/kafka-semantics.md, "Offset expiration"),
+applied at the coordinator's 10-minute cleanup ticks:
 an Empty group's offsets go 7 days after it became Empty, then its group record; a Stable
 consumer group's offsets of topics it dropped go 7 days after their last commit, as do
 standalone offsets no longer committed; legacy v1 offsets go at their expire_timestamp.

@@ -4,7 +4,8 @@ DeleteGroups and expirations, against what the models count from the log.
 
 The one documented difference: Kafka's offset-deletion meter counts OffsetDelete only, while the
 log cannot tell a DeleteGroups' (or a deleted topic's) tombstones from an OffsetDelete's, so the
-model counts those too (dbt_like_sql/gold/gold.yml).
+model counts those too (dbt_like_sql/gold/gold.yml; docs/kafka-semantics.md, "Coordinator metrics
+(KIP-496)").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The generated history obeys the group coordinator's rules."""
+"""The generated history obeys the group coordinator's rules (docs/kafka-semantics.md, "Offset
+expiration")."""
 
 from collections import defaultdict
 
