@@ -4,12 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON_INSTALLED := $(VENV)/.installed
 # Apache Kafka's jars (jvm/pom.xml), fetched from Maven Central into the virtual environment,
-# where offsets_platform.kafka.jvm looks for them.
+# where offsets_platform.broker.jvm looks for them.
 JARS := $(VENV)/share/offsets-platform/jars
 JARS_INSTALLED := $(VENV)/.jars-installed
 INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED)
 
-.PHONY: demo test bench bench-models ui spark-server broker validate clean
+.PHONY: demo test test-fast lint bench bench-models ui spark-server broker validate clean
 
 $(PYTHON_INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,12 +21,19 @@ $(JARS_INSTALLED): jvm/pom.xml jvm/install
 	bash jvm/install $(JARS)
 	touch $@
 
-demo: $(INSTALLED)  ## the main job on the embedded broker
-	$(BIN)/offsets-platform demo
+demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's demo driver)
+	$(BIN)/python -m proving_ground.demo
 
 test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium first when missing, for tests/ui)
 	bash .ci/install-chromium
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest
+
+test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes: pure logic, the codec, SQL rules on tiny inputs, definitions load
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -m fast
+
+lint: $(PYTHON_INSTALLED)  ## ruff, and the import contract: the library never imports Dagster or the proving ground
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 bench: $(INSTALLED)  ## the embedded broker's start and memory; decode and ingest speed and memory, side by side (writes benchmarks/results/)
 	$(BIN)/python benchmarks/broker_bench.py

@@ -16,7 +16,7 @@ from typing import Iterator, Optional
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
 from offsets_platform.settings import KafkaConnection, Settings
 

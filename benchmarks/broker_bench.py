@@ -21,7 +21,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ingest_bench import write_results  # benchmarks/ is on sys.path when this file runs as a script
-from offsets_platform.kafka.embedded import DEFAULT_HEAP_MB, EmbeddedBroker
+from offsets_platform.broker.embedded import DEFAULT_HEAP_MB, EmbeddedBroker
 
 RECORDS = 200_000
 

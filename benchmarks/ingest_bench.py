@@ -30,9 +30,9 @@ from pathlib import Path
 import psutil
 
 from offsets_platform.codec import decode_batch, decode_record
-from offsets_platform.kafka.embedded import EmbeddedBroker
-from offsets_platform.workload.coordinator_history import default_start_ms, generate, generate_batches
-from offsets_platform.workload.produce import HISTORY_TOPIC, create_history_topic, produce_records
+from offsets_platform.broker.embedded import EmbeddedBroker
+from proving_ground.workload.coordinator_history import default_start_ms, generate, generate_batches
+from proving_ground.workload.produce import HISTORY_TOPIC, create_history_topic, produce_records
 
 
 def median_rate(records: int, seconds: list[float]) -> float:
@@ -114,7 +114,7 @@ def write_without_broker(lake_root: str, records: int) -> float:
             next_offset[partition] += len(rows)
         raw = pa.table([batch["partition"], pa.array(offsets), batch["timestamp"], batch["key"], batch["value"]],
                        schema=RAW_SCHEMA)
-        seconds += timed(lambda: write_batch(lake, raw, result, started, {name: {} for name in RECORD_TABLES}, HISTORY_TOPIC))
+        seconds += timed(lambda raw=raw: write_batch(lake, raw, result, started, {name: {} for name in RECORD_TABLES}, HISTORY_TOPIC))
     return seconds  # the write path only, not the generator
 
 

@@ -39,13 +39,13 @@ import pyarrow.compute as pc
 
 from ingest_bench import timed, write_results  # benchmarks/ is on sys.path when this file runs as a script
 from offsets_platform.ingest.offsets_topic import IngestResult, write_batch
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.kafka.offsets_topic import RAW_SCHEMA
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import RECORD_TABLES
-from offsets_platform.workload.coordinator_history import generate_batches
-from offsets_platform.workload.partitioning import DEFAULT_PARTITIONS
-from offsets_platform.workload.produce import HISTORY_TOPIC
+from proving_ground.workload.coordinator_history import generate_batches
+from proving_ground.workload.partitioning import DEFAULT_PARTITIONS
+from proving_ground.workload.produce import HISTORY_TOPIC
 
 TARGETS_S = {"full": 60.0, "incremental": 10.0}
 BATCH = 250_000  # ingest's default batch_records: one Delta commit per table per batch, as ingest makes
@@ -71,7 +71,7 @@ class BronzeFeed:
         while records > 0:
             raw = self.take(min(records, BATCH))
             records -= raw.num_rows
-            seconds += timed(lambda: append_raw(self.lake, raw, label))
+            seconds += timed(lambda raw=raw: append_raw(self.lake, raw, label))
             self.written += raw.num_rows
             if label == "build":
                 print(f"  bronze: {self.written:,} records written", file=sys.stderr, flush=True)
@@ -128,7 +128,7 @@ def add_snapshots(lake: Lake) -> None:
     for index, snapshot_at in enumerate((at - timedelta(hours=1), at)):
         snapshot_id = f"{snapshot_at:%Y%m%dT%H%M%S}-bench{index}"
 
-        def stamped(table: pa.Table) -> pa.Table:
+        def stamped(table: pa.Table, snapshot_id: str = snapshot_id, snapshot_at: datetime = snapshot_at) -> pa.Table:
             return table.append_column("snapshot_id", pa.repeat(pa.scalar(snapshot_id), table.num_rows)) \
                 .append_column("snapshot_at", pa.repeat(pa.scalar(snapshot_at, pa.timestamp("us", "UTC")),
                                                         table.num_rows))

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
 from offsets_platform.settings import KafkaConnection
 

@@ -2,7 +2,7 @@
 
 from offsets_platform.cli import main
 from offsets_platform.codec import encode
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.lake import Lake
 from tests.ingest.conftest import mirror_connection, produce  # noqa: F401  (fixture)
 

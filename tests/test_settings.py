@@ -2,7 +2,11 @@
 
 from pathlib import Path
 
+import pytest
+
 from offsets_platform.settings import KafkaConnection, Settings
+
+pytestmark = pytest.mark.fast  # make test-fast
 
 
 def test_defaults_mean_embedded_broker_and_a_local_home():

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable
 
-from offsets_platform.kafka.admin_snapshot import DEFAULT_OFFSETS_RETENTION_MINUTES, ClusterSnapshot, take_snapshot
+from offsets_platform.ingest.snapshot_collect import DEFAULT_OFFSETS_RETENTION_MINUTES, ClusterSnapshot, take_snapshot
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import SNAPSHOT_TABLES
 from offsets_platform.settings import KafkaConnection

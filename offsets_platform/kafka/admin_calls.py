@@ -1,4 +1,4 @@
-"""kafka-python's admin client set up for snapshots: bounded timeouts, raw results, error rows.
+"""kafka-python's admin client set up for snapshots and cleanup: bounded timeouts, raw results.
 
 kafka-python 3.0.12 post-processes two responses in ways a snapshot cannot use: DescribeGroups
 replaces each member's subscription and assignment bytes with its own parse (the raw bytes are
@@ -13,8 +13,9 @@ snapshot makes has a deadline; past it the client is stopped, which fails the wa
 KafkaConnectionError and so ends the snapshot as unreachable.
 
 Error policy: a call the broker answered with an error code, or that the client refused to send
-for one group or topic, becomes a `snapshot_errors` row and the snapshot goes on. A lost
-connection or a timeout is not per group: it ends the snapshot (see admin_snapshot).
+for one group or topic, is one of CALL_ERRORS (a snapshot records it as a `snapshot_errors` row and
+goes on); a lost connection or a timeout is one of CONNECTION_ERRORS, not per group: it ends the
+snapshot (see offsets_platform.ingest.snapshot_rows).
 """
 
 from __future__ import annotations
@@ -22,25 +23,19 @@ from __future__ import annotations
 import functools
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Callable, Iterator, TypeVar
+from dataclasses import dataclass
+from typing import Iterator
 
 import kafka.errors as Errors
-import pyarrow as pa
 from kafka.admin import KafkaAdminClient
 
 from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.lake.tables import SNAPSHOT_FIELDS, SNAPSHOT_TABLES, TABLES
 from offsets_platform.settings import KafkaConnection
 
 # The connection itself failed: retrying group after group would only repeat the timeout.
 CONNECTION_ERRORS = (Errors.KafkaConnectionError, Errors.KafkaTimeoutError, Errors.NodeNotReadyError)
 # One call failed for one group or topic: the broker's error code, or input the client refused.
 CALL_ERRORS = (Errors.KafkaError, ValueError)
-
-T = TypeVar("T")
-
 
 class SnapshotAdminClient(KafkaAdminClient):
     """KafkaAdminClient whose DescribeGroups and DescribeConfigs results keep what a snapshot needs.
@@ -108,7 +103,6 @@ class SnapshotAdminClient(KafkaAdminClient):
         self.timed_out = True
         self._net.stop(timeout_ms=5000)
 
-
 def _with_deadline(method):
     @functools.wraps(method)
     def bounded(self: SnapshotAdminClient, *args, **kwargs):
@@ -121,11 +115,9 @@ def _with_deadline(method):
             timer.cancel()
     return bounded
 
-
 for _name in ("list_groups", "describe_groups", "describe_typed_groups", "list_group_offsets", "describe_topics",
               "list_partition_offsets", "describe_configs", "delete_group_offsets", "delete_groups"):
     setattr(SnapshotAdminClient, _name, _with_deadline(getattr(SnapshotAdminClient, _name)))
-
 
 @dataclass(frozen=True)
 class ConfigResult:
@@ -134,7 +126,6 @@ class ConfigResult:
     error_code: int
     error_message: str | None
     values: dict[str, str | None]
-
 
 @contextmanager
 def open_admin(connection: KafkaConnection, timeout_s: float,
@@ -164,11 +155,9 @@ def open_admin(connection: KafkaConnection, timeout_s: float,
     finally:
         admin.close()
 
-
 # kafka-python keeps older names for four codes; these are the names in Kafka's Errors enum.
 _KAFKA_NAMES = {-1: "UNKNOWN_SERVER_ERROR", 6: "NOT_LEADER_OR_FOLLOWER", 10: "MESSAGE_TOO_LARGE",
                 17: "INVALID_TOPIC_EXCEPTION"}
-
 
 def error_name(error: BaseException | int) -> str:
     """Kafka's name for a broker error (an error code or kafka-python's exception), e.g.
@@ -182,57 +171,3 @@ def error_name(error: BaseException | int) -> str:
     if error_type.message == Errors.UnknownError.message:  # kafka-python's class for a code it does not know
         return f"ERROR_CODE_{code}"
     return error_type.message
-
-
-def sendable(rows: SnapshotRows, scope: str, name: str, operation: str) -> bool:
-    """Whether a group id or topic name given by the caller can be sent at all (valid UTF-8).
-
-    kafka-python would hang on one that cannot (see above), so it is refused here instead, as an
-    INVALID_GROUP_ID or INVALID_TOPIC_EXCEPTION error row.
-    """
-    try:
-        name.encode("utf-8")
-        return True
-    except UnicodeEncodeError as error:
-        code = Errors.InvalidGroupIdError.errno if scope == "group" else Errors.InvalidTopicError.errno
-        rows.error(scope, name, operation, code, f"not sent: the name is not valid UTF-8 ({error})")
-        return False
-
-
-@dataclass
-class SnapshotRows:
-    """Rows of every snapshot table, gathered before anything is written."""
-
-    tables: dict[str, list[dict]] = field(default_factory=lambda: {name: [] for name in SNAPSHOT_TABLES})
-
-    def add(self, table: str, **row) -> None:
-        expected = set(TABLES[table].schema.names) - {f.name for f in SNAPSHOT_FIELDS}
-        if set(row) != expected:
-            raise ValueError(f"{table} row has columns {sorted(row)}, expected {sorted(expected)}")
-        self.tables[table].append(row)
-
-    def error(self, scope: str, name: str | None, operation: str, error: BaseException | int | str,
-              message: str | None = None) -> None:
-        """Record one failed call (scope 'group', 'topic' or 'broker')."""
-        if name is not None:  # a name the client could not encode cannot be stored as UTF-8 either
-            name = name.encode("utf-8", "backslashreplace").decode("utf-8")
-        if message is None and isinstance(error, BaseException):
-            message = str(error)
-        self.add("snapshot_errors", scope=scope, name=name, operation=operation,
-                 error=error if isinstance(error, str) else error_name(error), message=message)
-
-    def guarded(self, scope: str, name: str | None, operation: str, call: Callable[..., T], *args) -> T | None:
-        """`call(*args)`, or None after recording the error if it failed for this group or topic."""
-        try:
-            return call(*args)
-        except CONNECTION_ERRORS:
-            raise
-        except CALL_ERRORS as error:
-            self.error(scope, name, operation, error)
-            return None
-
-    def to_arrow(self, snapshot_id: str, snapshot_at: datetime) -> dict[str, pa.Table]:
-        """One Arrow table per snapshot table, with the registered schema, every row stamped."""
-        stamp = {"snapshot_id": snapshot_id, "snapshot_at": snapshot_at}
-        return {name: pa.Table.from_pylist([{**stamp, **row} for row in rows], schema=TABLES[name].schema)
-                for name, rows in self.tables.items()}

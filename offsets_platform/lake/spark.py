@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 DEFAULT_CONNECT_PORT = 15002  # Spark Connect's own default
 
 # Settings of a session, which a Spark Connect client sets on its server-side session too. Spark
-# writes timezone-less timestamps unless told to write TIMESTAMP_MICROS.
+# writes timezone-less timestamps unless told to write TIMESTAMP_MICROS (docs/design.md, "Known
+# traps").
 # The discovery threshold: Spark lists more than 32 paths with a Spark job whose every task
 # deserialises the whole Hadoop configuration, and bronze tables hold one file per ingest batch,
 # so that listing took about a fifth of a warm incremental refresh's CPU. Listing a few thousand
@@ -32,7 +33,7 @@ _SESSION_CONF = {
 
 # Settings of the JVM, fixed when it starts: set only when this process starts it (local mode,
 # or the Connect server below): a driver heap above the 1 GB default, which dies on toArrow() of a
-# few million rows, and the loopback address.
+# few million rows, and the loopback address (docs/design.md, "Known traps").
 # TieredStopAtLevel=1 keeps the JVM's just-in-time compilation to its quick first tier: a refresh
 # runs many short queries in a fresh JVM, where the optimising tier costs more CPU than it saves
 # (benchmarks/models_bench.py: the incremental refresh takes a third less, the full one the same).

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from dagster import AssetKey, DagsterInstance
 
 from assets.definitions import defs
@@ -14,6 +15,7 @@ from tests.ingest.conftest import mirror_connection, produce  # noqa: F401  (fix
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.fast
 def test_every_job_resolves_and_bronze_assets_are_grouped():
     job = defs.resolve_job_def("refresh")
     assert job.executor_def.name == "in_process"
@@ -73,6 +75,7 @@ def test_without_a_bootstrap_address_the_run_uses_and_stops_the_embedded_broker(
     assert brokers() == set(), "the embedded broker must be stopped after the run"
 
 
+@pytest.mark.fast
 def test_resource_fields_override_the_environment_field_by_field(monkeypatch):
     from assets.resources import KafkaResource
 
@@ -84,6 +87,7 @@ def test_resource_fields_override_the_environment_field_by_field(monkeypatch):
     assert connection.security_protocol == "PLAINTEXT"
 
 
+@pytest.mark.fast
 def test_every_model_is_an_asset_with_its_refs_as_deps_and_its_sql_hash_as_code_version():
     from offsets_platform.models import default_project
 
@@ -123,6 +127,7 @@ def test_the_approval_job_records_who_approved_and_refuses_an_unknown_plan(tmp_p
     assert not run("nope").success
 
 
+@pytest.mark.fast
 def test_the_ingest_job_runs_no_spark_check_and_refresh_runs_them_all():
     # The bronze checks run Great Expectations on Spark: the ingest job, run every few seconds by
     # the demo, stays free of Spark; the refresh job checks every table.

@@ -6,8 +6,8 @@ import threading
 
 import psutil
 
-from assets.demo import run_demo
-from offsets_platform.workload.live.scenarios import GROUPS
+from proving_ground.demo import run_demo
+from proving_ground.workload.live.scenarios import GROUPS
 
 # Groups whose members commit offsets (a share group acknowledges records instead).
 COMMITTING = {group for group, spec in GROUPS.items() if spec.group_type != "share"}

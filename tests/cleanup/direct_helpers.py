@@ -11,10 +11,10 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from offsets_platform.cleanup.cli_direct import add_direct_commands
+from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.lake import Lake
 from offsets_platform.settings import Settings
-from tests.kafka.test_admin_snapshot import commit, create_topics, join_group, produce_counts
+from tests.ingest.test_snapshot_collect import commit, create_topics, join_group, produce_counts
 
 __all__ = ["commit", "create_topics", "join_group", "produce_counts", "make_topics", "empty_group",
            "standalone_commit", "run_cli", "audit_rows", "ORDERS", "PAYMENTS"]

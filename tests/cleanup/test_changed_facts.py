@@ -4,10 +4,13 @@
 here it is built by hand, since the rule is pure logic (the broker tests are in
 test_plans_and_apply.py).
 """
+import pytest
 
 from offsets_platform.cleanup.apply import changed_facts
 from offsets_platform.cleanup.kafka_calls import LiveGroupState
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction
+
+pytestmark = pytest.mark.fast  # make test-fast
 
 
 def live(state="Empty", members=0, topics=frozenset(), offsets=None) -> LiveGroupState:

@@ -13,9 +13,9 @@ from datetime import datetime, timezone
 import pytest
 
 from offsets_platform.cleanup.direct import TopicRequest, parse_topic_argument
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.workload.live.clients import committed_offsets
+from proving_ground.workload.live.clients import committed_offsets
 from tests.cleanup.direct_helpers import (
     ORDERS, PAYMENTS, audit_rows, commit, empty_group, join_group, run_cli, standalone_commit,
 )

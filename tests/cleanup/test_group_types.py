@@ -20,8 +20,8 @@ from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.direct import TopicRequest, run_delete_offsets
 from offsets_platform.cleanup.kafka_calls import live_group
 from offsets_platform.cleanup.plans import DELETE_GROUPS, CleanupPlan, PlannedAction, offset_key, save_plan
-from offsets_platform.kafka.admin_snapshot import take_snapshot
-from offsets_platform.workload.live.jvm_members import JvmMembers
+from offsets_platform.ingest.snapshot_collect import take_snapshot
+from proving_ground.workload.live.jvm_members import JvmMembers
 from tests.cleanup.direct_helpers import PAYMENTS, commit, create_topics, produce_counts
 
 QUIET = {"emit": lambda line: None}

@@ -12,7 +12,7 @@ import pytest
 from offsets_platform.cleanup.kafka_calls import (
     DEAD, delete_groups, delete_offsets, live_group, topic_metadata,
 )
-from offsets_platform.workload.live.clients import committed_offsets, describe_groups_raw
+from proving_ground.workload.live.clients import committed_offsets, describe_groups_raw
 from tests.cleanup.direct_helpers import (
     ORDERS, PAYMENTS, commit, empty_group, join_group, standalone_commit,
 )

@@ -15,8 +15,8 @@ from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, build_p
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.models import ModelRunner
-from offsets_platform.workload.live import run_live_workload
-from offsets_platform.workload.live.scenarios import GROUPS
+from proving_ground.workload.live import run_live_workload
+from proving_ground.workload.live.scenarios import GROUPS
 
 QUIET = {"emit": lambda line: None}
 REFUSALS = {"GROUP_SUBSCRIBED_TO_TOPIC", "NON_EMPTY_GROUP"}

@@ -20,7 +20,7 @@ from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.models import ModelRunner
 from offsets_platform.settings import KafkaConnection
-from offsets_platform.workload.live.clients import committed_offsets
+from proving_ground.workload.live.clients import committed_offsets
 from tests.cleanup.direct_helpers import ORDERS, PAYMENTS, commit, empty_group, join_group, standalone_commit
 
 QUIET = {"emit": lambda line: None}

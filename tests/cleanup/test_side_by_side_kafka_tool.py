@@ -31,8 +31,8 @@ import re
 import pytest
 
 from offsets_platform.cli import main
-from offsets_platform.kafka.jvm import run_tool
-from offsets_platform.workload.live.clients import committed_offsets
+from offsets_platform.broker.jvm import run_tool
+from proving_ground.workload.live.clients import committed_offsets
 from tests.cleanup.direct_helpers import (
     ORDERS, PAYMENTS, commit, empty_group, join_group, standalone_commit,
 )

@@ -16,6 +16,9 @@ from offsets_platform.codec.batch import unsupported_reason, value_json
 from offsets_platform.codec.schemas import (CONSUMER_GROUP_RECORD_SCHEMA, GROUP_MEMBER_SCHEMA,
                                             GROUP_METADATA_SCHEMA, OFFSET_COMMIT_SCHEMA, REJECTED_SCHEMA)
 
+pytestmark = pytest.mark.fast  # make test-fast
+
+
 TOPIC_ID = "00000000-0000-4000-8000-00000000000a"
 TIMESTAMPS = {"commit_timestamp", "expire_timestamp", "current_state_timestamp"}
 

@@ -12,6 +12,8 @@ import pytest
 
 from offsets_platform.codec import RECORD_TYPES, decode_record
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 # -- wire helpers (non-flexible: int16 string / int32 bytes and arrays; flexible: compact) --
 

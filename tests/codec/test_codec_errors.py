@@ -8,6 +8,9 @@ import pytest
 from offsets_platform.codec import DecodeError, decode_record
 from offsets_platform.codec import encode as enc
 
+pytestmark = pytest.mark.fast  # make test-fast
+
+
 KEY = enc.offset_commit_key("g", "t", 0)
 V3 = enc.offset_commit_value(10, 1_700_000_000_000, "", 2, version=3)  # 24 bytes
 SUB = enc.consumer_subscription(["a"], version=0)

@@ -18,6 +18,9 @@ from offsets_platform.codec.batch import unsupported_reason
 from tests.codec.test_codec_batch import assert_matches_scalar
 from tests.codec.test_codec_decode import carr, cs, i8, i16, i32, i64, s, tags, uv
 
+pytestmark = pytest.mark.fast  # make test-fast
+
+
 TOPIC_A = "0b9c9d7e-6c0e-4a59-9f0e-1c2d3e4f5a6b"
 TOPIC_B = "ffffffff-0000-4000-8000-000000000001"
 

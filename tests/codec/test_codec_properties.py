@@ -4,9 +4,13 @@ import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+import pytest
 
 from offsets_platform.codec import DecodeError, decode_record
 from offsets_platform.codec import encode as enc
+
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 TOPIC_ID = "6f1e8f3c-9d2a-4b7e-8c5d-0a1b2c3d4e5f"
 

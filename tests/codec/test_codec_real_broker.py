@@ -15,8 +15,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets_platform.codec import decode_batch
-from offsets_platform.kafka.embedded import EmbeddedBroker
-from offsets_platform.kafka.jvm import java_command
+from offsets_platform.broker.embedded import EmbeddedBroker
+from offsets_platform.broker.jvm import java_command
 
 OFFSETS_TOPIC = "__consumer_offsets"
 PARTITIONS = 50  # offsets.topic.num.partitions' default

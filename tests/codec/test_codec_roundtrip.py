@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 from offsets_platform.codec import decode_record
 from offsets_platform.codec import encode as enc
 
+pytestmark = pytest.mark.fast  # make test-fast
+
+
 text = st.text(max_size=20)
 maybe_text = st.none() | text
 int32 = st.integers(-2**31, 2**31 - 1)

@@ -13,9 +13,9 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.settings import KafkaConnection
-from offsets_platform.workload import create_history_topic
+from proving_ground.workload import create_history_topic
 
 
 def produce(connection: KafkaConnection, records, transactional_id: str | None = None) -> list[tuple[int, int]]:

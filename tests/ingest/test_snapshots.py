@@ -7,11 +7,11 @@ import time
 import pytest
 
 from offsets_platform.ingest.snapshots import snapshot_cluster
-from offsets_platform.kafka.embedded import EmbeddedBroker, free_loopback_port
+from offsets_platform.broker.embedded import EmbeddedBroker, free_loopback_port
 from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.lake.tables import SNAPSHOT_TABLES
 from offsets_platform.settings import KafkaConnection
-from tests.kafka.test_admin_snapshot import (
+from tests.ingest.test_snapshot_collect import (
     broker_offsets_retention, commit, create_topics, join_group, produce_counts,
 )
 

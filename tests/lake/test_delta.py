@@ -9,6 +9,8 @@ from deltalake import DeltaTable
 from offsets_platform.lake import TABLES, Lake, table_spec
 from offsets_platform.lake.tables import RECORD_TABLES
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 def checkpoint_rows(run_id, partitions, next_offsets):
     now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)

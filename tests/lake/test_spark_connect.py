@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from offsets_platform.cli import main
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.lake import Lake
 from offsets_platform.models import ModelRunner, default_project
 from tests.models.bronze_builder import BronzeBuilder, at

@@ -45,10 +45,11 @@ class BronzeBuilder:
         self._log("offset_commit_records", written_at, group=group, topic=topic, partition=partition,
                   tombstone=True)
 
-    def group_record(self, group: str, written_at: datetime, members: dict[str, list[str] | None] = {},
+    def group_record(self, group: str, written_at: datetime, members: dict[str, list[str] | None] | None = None,
                      protocol_type: str = "consumer", current_state_at: datetime | None = None,
                      generation: int = 1) -> None:
         """A classic group record; `members` maps member id to subscribed topics (None: opaque)."""
+        members = members or {}
         row = self._log("group_metadata_records", written_at, key_version=2, group=group, tombstone=False,
                         value_version=3 if current_state_at else 1, protocol_type=protocol_type,
                         generation=generation, protocol="range" if members else None,

@@ -12,6 +12,8 @@ import pytest
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import run_models
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 @pytest.fixture(scope="module")
 def metrics(spark, module_lake):
@@ -19,12 +21,15 @@ def metrics(spark, module_lake):
     expirations = deletions = 0
     # standalone: 2 h after the commit is past 60 min -> expiration; 10 min -> deletion
     b.commit("solo", "t", 0, 1, at(hours=1))
-    b.offset_tombstone("solo", "t", 0, at(hours=3)); expirations += 1
+    b.offset_tombstone("solo", "t", 0, at(hours=3))
+    expirations += 1
     b.commit("solo", "t", 1, 1, at(hours=1))
-    b.offset_tombstone("solo", "t", 1, at(hours=1, minutes=10)); deletions += 1
+    b.offset_tombstone("solo", "t", 1, at(hours=1, minutes=10))
+    deletions += 1
     # legacy expire timestamp reached after 5 min -> expiration although retention is 60 min
     b.commit("solo", "t", 2, 1, at(hours=1), expire_at=at(hours=1, minutes=5))
-    b.offset_tombstone("solo", "t", 2, at(hours=1, minutes=10)); expirations += 1
+    b.offset_tombstone("solo", "t", 2, at(hours=1, minutes=10))
+    expirations += 1
     # Stable consumer group subscribed to `a`: an old offset of `a` removed -> deletion;
     # of unsubscribed `b` -> expiration
     b.group_record("stable", at(hours=1), members={"m1": ["a"]}, current_state_at=at(hours=1))
@@ -34,15 +39,19 @@ def metrics(spark, module_lake):
     b.group_record("stable", at(hours=1, minutes=40), members={"m1": ["a"], "m2-new": ["a"]}, generation=2)
     b.commit("stable", "a", 0, 5, at(hours=1))
     b.commit("stable", "b", 0, 5, at(hours=1))
-    b.offset_tombstone("stable", "a", 0, at(hours=4)); deletions += 1
-    b.offset_tombstone("stable", "b", 0, at(hours=4)); expirations += 1
+    b.offset_tombstone("stable", "a", 0, at(hours=4))
+    deletions += 1
+    b.offset_tombstone("stable", "b", 0, at(hours=4))
+    expirations += 1
     # Empty group from 2 h on: base = current_state_timestamp, not the commit time
     b.group_record("gone", at(hours=0), members={"m1": ["c"]}, current_state_at=at(hours=0))
     b.commit("gone", "c", 0, 5, at(hours=0, minutes=5))
     b.commit("gone", "c", 1, 5, at(hours=0, minutes=5))
     b.group_record("gone", at(hours=2), members={}, current_state_at=at(hours=2), generation=2)
-    b.offset_tombstone("gone", "c", 0, at(hours=2, minutes=30)); deletions += 1
-    b.offset_tombstone("gone", "c", 1, at(hours=3, minutes=1)); expirations += 1
+    b.offset_tombstone("gone", "c", 0, at(hours=2, minutes=30))
+    deletions += 1
+    b.offset_tombstone("gone", "c", 1, at(hours=3, minutes=1))
+    expirations += 1
     b.write(module_lake)
     run_models(spark, module_lake, at(days=1), offsets_retention_minutes_fallback=60, metrics_bucket_minutes=1440)
     (row,) = module_lake.read_arrow("coordinator_metrics").to_pylist()

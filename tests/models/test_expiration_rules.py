@@ -1,4 +1,5 @@
-"""Each offset-expiration rule of Kafka's group coordinator on a hand-built input.
+"""Each offset-expiration rule of Kafka's group coordinator on a hand-built input
+(docs/kafka-semantics.md, "Offset expiration").
 
 One lake holds one group per case; the expected answer of each test is worked out from the rule
 in the test itself. The broker's offsets.retention.minutes comes from the snapshot (1 day here,
@@ -13,6 +14,9 @@ import pytest
 
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import rows_by, run_models
+
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 RETENTION = timedelta(minutes=1440)
 AS_OF = at(days=3)

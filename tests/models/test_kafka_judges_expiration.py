@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshots import snapshot_cluster
-from offsets_platform.kafka.embedded import EmbeddedBroker
+from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
 from offsets_platform.settings import KafkaConnection
 from tests.models.conftest import run_models

@@ -4,7 +4,8 @@ DeleteGroups and expirations, against what the models count from the log.
 
 The one documented difference: Kafka's offset-deletion meter counts OffsetDelete only, while the
 log cannot tell a DeleteGroups' (or a deleted topic's) tombstones from an OffsetDelete's, so the
-model counts those too (dbt_like_sql/gold/gold.yml).
+model counts those too (dbt_like_sql/gold/gold.yml; docs/kafka-semantics.md, "Coordinator metrics
+(KIP-496)").
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from offsets_platform.cleanup.kafka_calls import delete_groups, delete_offsets
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.kafka.admin_calls import open_admin
-from offsets_platform.kafka.embedded import EmbeddedBroker, free_loopback_port
-from offsets_platform.kafka.jvm import run_tool
+from offsets_platform.broker.embedded import EmbeddedBroker, free_loopback_port
+from offsets_platform.broker.jvm import run_tool
 from offsets_platform.lake import Lake
 from offsets_platform.settings import KafkaConnection
 from tests.models.conftest import run_models

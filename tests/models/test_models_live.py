@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from offsets_platform.ingest.snapshots import snapshot_cluster
-from offsets_platform.workload.live import run_live_workload
+from proving_ground.workload.live import run_live_workload
 from tests.models.conftest import rows_by, run_models
 
 RETENTION = timedelta(minutes=10080)  # Kafka's default offsets.retention.minutes, which the broker reports

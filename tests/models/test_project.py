@@ -9,6 +9,8 @@ import pytest
 from offsets_platform.models import ProjectError, default_project, load_project
 from offsets_platform.models.render import RenderError, render
 
+pytestmark = pytest.mark.fast  # make test-fast
+
 
 def write_project(root: Path, models: dict[str, str], layer: str = "silver", yml: str | None = None) -> Path:
     """models: name -> SQL, all in one layer, each declared with one column `x`."""

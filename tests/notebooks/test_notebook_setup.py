@@ -1,8 +1,8 @@
-"""offsets_platform.notebook: which lake the notebooks open, and the small demo when there is none."""
+"""proving_ground.notebooks: which lake the notebooks open, and the small demo when there is none."""
 
-import assets.demo
+import proving_ground.demo
 from offsets_platform.lake import Lake
-from offsets_platform.notebook import SMALL_DEMO, demo_home, demo_lake
+from proving_ground.notebooks import SMALL_DEMO, demo_home, demo_lake
 
 
 def test_a_relative_home_is_found_in_a_parent_folder(tmp_path, monkeypatch):
@@ -20,7 +20,7 @@ def test_without_a_demo_a_small_one_runs_first_and_says_so(tmp_path, monkeypatch
         calls.append((home, options))
         return Lake(home / "demo" / "lake")
 
-    monkeypatch.setattr(assets.demo, "run_demo", fake_run_demo)
+    monkeypatch.setattr(proving_ground.demo, "run_demo", fake_run_demo)
     monkeypatch.setenv("OFFSETS_PLATFORM_HOME", str(tmp_path))
     lake = demo_lake()
     assert calls == [(tmp_path, SMALL_DEMO)]
@@ -32,7 +32,7 @@ def test_an_existing_demo_is_used_as_it_is(demo_run, monkeypatch, capsys):
     def must_not_run(*args, **kwargs):
         raise AssertionError("a demo ran although one exists")
 
-    monkeypatch.setattr(assets.demo, "run_demo", must_not_run)
+    monkeypatch.setattr(proving_ground.demo, "run_demo", must_not_run)
     monkeypatch.setenv("OFFSETS_PLATFORM_HOME", str(demo_run.home))
     assert demo_lake().root == demo_run.lake.root
     assert f"using the demo lake in {demo_run.lake.root}" in capsys.readouterr().out

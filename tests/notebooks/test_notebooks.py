@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import nbformat
-import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient

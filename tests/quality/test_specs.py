@@ -6,6 +6,9 @@ from offsets_platform.models.project import Source, default_project
 from offsets_platform.quality import ERROR, WARN, CheckSpec, CheckSpecError, specs_for_model, specs_for_source
 from tests.quality.helpers import make_model
 
+pytestmark = pytest.mark.fast  # make test-fast
+
+
 COLUMNS = {"offset": ("bigint", []), "state": ("string", []), "a": ("timestamp", []), "b": ("timestamp", [])}
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from offsets_platform.lake import Lake
-from offsets_platform.notebook import SMALL_DEMO
+from proving_ground.notebooks import SMALL_DEMO
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ _runs: list[DemoRun] = []
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory) -> DemoRun:
     if not _runs:
-        from assets.demo import run_demo
+        from proving_ground.demo import run_demo
 
         home = tmp_path_factory.mktemp("report_demo")
         printed = io.StringIO()

@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 
 from assets.automation import AUTOMATION_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, REFRESH_CRON_ENV
-from offsets_platform.kafka.embedded import free_loopback_port
+from offsets_platform.broker.embedded import free_loopback_port
 
 AUTOMATION_SETTINGS = (REFRESH_CRON_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, AUTOMATION_ENV)
 ROOT = Path(__file__).resolve().parents[2]
@@ -215,7 +215,7 @@ class Browser:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-            raise TimeoutError(f"chromium did not render {url} within {timeout:.0f} s")
+            raise TimeoutError(f"chromium did not render {url} within {timeout:.0f} s") from None
         finally:
             shutil.rmtree(profile, ignore_errors=True)
         if process.returncode != 0 or "<html" not in dom:

@@ -1,0 +1,288 @@
+"""The embedded broker: Apache Kafka in KRaft mode, formatted, started and stopped by the project.
+
+One JVM is a combined broker and controller on loopback ports, with its data under `data_dir`
+and a bounded heap, so that it fits beside Spark on a small machine. It runs from the jars the
+install step fetched (offsets_platform.broker.jvm). The broker is stopped by its own process id;
+it also receives SIGTERM if the process that started it dies, so nothing is left running.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from importlib.resources import files
+from pathlib import Path
+from typing import Mapping
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from offsets_platform.broker.jvm import java_command
+
+BROKER_LOG4J = files("offsets_platform.broker").joinpath("log4j2-broker.properties")
+DEFAULT_HEAP_MB = 512
+
+# Kafka's defaults, except where one node on loopback needs otherwise or where a default would make
+# the demo and the tests wait minutes for something they show.
+BROKER_DEFAULTS: dict[str, str] = {
+    # one node holds every replica of the internal topics
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    # a group's first rebalance completes at once instead of waiting 3 s for more members
+    "group.initial.rebalance.delay.ms": "0",
+    # retention.ms acts within a second (Kafka checks every 5 minutes by default), from the start
+    # (the log manager's tasks, retention among them, first run 30 s after start by default)
+    "log.retention.check.interval.ms": "1000",
+    "log.initial.task.delay.ms": "0",
+    "num.partitions": "1",
+}
+
+
+class BrokerStartFailed(RuntimeError):
+    """The embedded broker did not come up; the message ends with the last lines of its log."""
+
+    def __init__(self, bootstrap_servers: str, detail: str):
+        self.bootstrap_servers = bootstrap_servers
+        super().__init__(f"the embedded broker (Apache Kafka) on {bootstrap_servers} did not start: {detail}")
+
+
+class PortInUse(RuntimeError):
+    """The port asked for is taken."""
+
+    def __init__(self, port: int):
+        self.port = port
+        super().__init__(f"port {port} on 127.0.0.1 is already in use: stop what listens there "
+                         "or choose another port")
+
+
+def free_loopback_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _refuse_if_taken(port: int) -> None:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise PortInUse(port) from error
+
+
+def _random_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes in URL-safe base64 without padding, not starting with
+    '-' (Kafka's Uuid.randomUuid avoids those, as a command line would read them as options)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: receive SIGTERM when the parent dies (Linux prctl
+    PR_SET_PDEATHSIG), so a killed demo or test run leaves no broker behind."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: stop() and the callers' cleanup remain
+        pass
+
+
+class EmbeddedBroker:
+    """Apache Kafka (KRaft, one combined broker and controller) on a loopback port.
+
+    Use as a context manager; `stop()` ends it by its own process id. Data persists in
+    `data_dir`, so a later broker on the same folder sees the same topics and groups.
+
+    Args:
+        data_dir: the broker's folder: `server.properties`, `server.log` and the log dirs.
+        port: the client port (default: a free one). A port in use raises PortInUse.
+        overrides: broker configs on top of BROKER_DEFAULTS (for example
+            `offsets.retention.minutes`).
+        heap_mb: the JVM's maximum heap.
+        start_timeout_s: how long to wait for clients to be able to use the broker.
+        jmx_port: serve the broker's JMX metrics (for example the group coordinator's meters)
+            on this loopback port, without authentication; None serves none.
+    """
+
+    def __init__(self, data_dir: str | Path, port: int | None = None, overrides: Mapping[str, str] | None = None,
+                 heap_mb: int = DEFAULT_HEAP_MB, start_timeout_s: float = 120.0, jmx_port: int | None = None):
+        self.data_dir = Path(data_dir).absolute()
+        self.port = port or free_loopback_port()
+        self.overrides = dict(overrides or {})
+        self.heap_mb = heap_mb
+        self.start_timeout_s = start_timeout_s
+        self.jmx_port = jmx_port
+        self._process: subprocess.Popen | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "server.log"
+
+    def start(self) -> "EmbeddedBroker":
+        """Format the data folder on first use, start the broker and wait until clients can use
+        it (`__consumer_offsets` exists and its group coordinator answers).
+
+        Raises:
+            PortInUse: the client port is taken.
+            BrokerStartFailed: the broker exited or did not get ready; the log's last lines say why.
+            KafkaNotInstalled: java or Kafka's jars are missing.
+        """
+        if self._process is not None:
+            return self
+        _refuse_if_taken(self.port)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        config = self._write_config()
+        if not (self.data_dir / "logs" / "meta.properties").exists():
+            self._format(config)
+        with open(self.data_dir / "jvm.out", "ab") as out:
+            self._process = subprocess.Popen(
+                java_command("kafka.Kafka", [str(config)], heap_mb=self.heap_mb, log4j_config=BROKER_LOG4J,
+                             jvm_options=[f"-Xms{min(128, self.heap_mb)}m", f"-Dkafka.logs.dir={self.data_dir}",
+                                          *self._jmx_options()]),
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        try:
+            self._wait_until_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    @property
+    def jmx_url(self) -> str | None:
+        """The JMX service URL (for Kafka's JmxTool or jconsole), when a JMX port was given."""
+        if self.jmx_port is None:
+            return None
+        return f"service:jmx:rmi:///jndi/rmi://127.0.0.1:{self.jmx_port}/jmxrmi"
+
+    def _jmx_options(self) -> list[str]:
+        if self.jmx_port is None:
+            return []
+        # the options of Kafka's own start script (KAFKA_JMX_OPTS), bound to loopback
+        return ["-Dcom.sun.management.jmxremote", "-Dcom.sun.management.jmxremote.authenticate=false",
+                "-Dcom.sun.management.jmxremote.ssl=false", "-Dcom.sun.management.jmxremote.host=127.0.0.1",
+                f"-Dcom.sun.management.jmxremote.port={self.jmx_port}",
+                f"-Dcom.sun.management.jmxremote.rmi.port={self.jmx_port}", "-Djava.rmi.server.hostname=127.0.0.1"]
+
+    def _write_config(self) -> Path:
+        controller_port = free_loopback_port()
+        while controller_port == self.port:  # the OS may hand out a just-closed probe port again
+            controller_port = free_loopback_port()
+        config = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir / "logs"),
+            **BROKER_DEFAULTS,
+            **self.overrides,
+        }
+        path = self.data_dir / "server.properties"
+        path.write_text("# written by offsets-platform at each start of the embedded broker\n"
+                        + "".join(f"{key}={value}\n" for key, value in config.items()))
+        return path
+
+    def _format(self, config: Path) -> None:
+        """`kafka-storage format`: a new cluster id and the metadata log of a fresh cluster."""
+        result = subprocess.run(
+            java_command("kafka.tools.StorageTool", ["format", "--cluster-id", _random_cluster_id(),
+                                                     "--config", str(config)]),
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            raise BrokerStartFailed(self.bootstrap_servers, "formatting its data folder failed:\n"
+                                    + _last_lines(result.stdout + result.stderr))
+
+    def _wait_until_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        admin = None
+        probe_group = "offsets-platform-readiness-probe"
+        while True:
+            if self._process.poll() is not None:
+                self._fail(f"the broker exited with status {self._process.returncode}")
+            if time.monotonic() > deadline:
+                self._fail(f"the broker did not get ready within {self.start_timeout_s:.0f} s")
+            if admin is None:
+                # librdkafka's admin calls are only made once the port accepts connections: a call
+                # that times out while connecting can abort the process (a librdkafka assertion).
+                if _accepts_connections(self.port):
+                    admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 3})
+            else:
+                try:
+                    # Describing a group makes the broker create __consumer_offsets, as a first
+                    # consumer would; once that answers without a coordinator error, groups work.
+                    admin.describe_consumer_groups([probe_group], request_timeout=10)[probe_group].result()
+                    return
+                except KafkaException as error:
+                    if not _coordinator_not_ready(error):
+                        return
+            time.sleep(0.3)
+
+    def _fail(self, why: str) -> None:
+        logs = [path for path in (self.log_file, self.data_dir / "jvm.out") if path.exists()]
+        tail = "\n".join(f"--- last lines of {path} ---\n{_last_lines(path.read_text(errors='replace'))}"
+                         for path in logs)
+        raise BrokerStartFailed(self.bootstrap_servers, f"{why}\n{tail}")
+
+    def stop(self) -> None:
+        """Stop the broker (SIGTERM, a controlled shutdown; SIGKILL after 30 s) and reap it."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+    def __enter__(self) -> "EmbeddedBroker":
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+
+def _accepts_connections(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _coordinator_not_ready(error: KafkaException) -> bool:
+    name = error.args[0].name() if error.args and hasattr(error.args[0], "name") else str(error)
+    return any(word in name for word in ("COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
+                                         "NOT_COORDINATOR", "TIMED_OUT", "TRANSPORT"))
+
+
+def _last_lines(text: str, count: int = 25) -> str:
+    return "\n".join(text.rstrip().splitlines()[-count:])
+

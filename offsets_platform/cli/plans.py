@@ -1,0 +1,118 @@
+"""The approval flow on the command line: `plan`, `show`, `approve`, `apply`."""
+
+from __future__ import annotations
+
+import argparse
+
+from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS
+from offsets_platform.cli.args import cluster_and_lake, lake_of, requester
+from offsets_platform.settings import Settings
+
+
+def add_plan_commands(commands) -> None:
+    plan = commands.add_parser("plan", help="propose a cleanup plan from the gold tables (sends nothing)")
+    _home(plan)
+    plan.add_argument("--idle-hours", type=int, default=DEFAULT_IDLE_HOURS, help="DeleteGroups for groups Empty longer than this")
+    plan.add_argument("--valid-hours", type=int, default=DEFAULT_VALID_HOURS, help="the plan expires after this")
+    plan.add_argument("--clean-early", action="append", default=[], metavar="GROUP",
+                      help="also delete every offset of this Empty or standalone group (repeatable)")
+    plan.add_argument("--by", help="who proposes it (default: the OS user)")
+    plan.set_defaults(run=_plan)
+
+    show = commands.add_parser("show", help="show a plan, its approvals and what was applied")
+    show.add_argument("plan_id")
+    _home(show)
+    show.set_defaults(run=_show)
+
+    approve = commands.add_parser("approve", help="approve a plan (or some of its actions)")
+    approve.add_argument("plan_id")
+    approve.add_argument("--by", required=True, help="your name, recorded with the approval")
+    approve.add_argument("--comment")
+    approve.add_argument("--action", action="append", default=[], metavar="ACTION_ID",
+                         help="approve only this action (repeatable; default: the whole plan)")
+    _home(approve)
+    approve.set_defaults(run=_approve)
+
+    apply = commands.add_parser("apply", help="apply the approved actions of a plan")
+    apply.add_argument("plan_id")
+    apply.add_argument("--bootstrap-server", help="host:port of the cluster")
+    apply.add_argument("--dry-run", action="store_true", help="show and audit what would be sent, send nothing")
+    apply.add_argument("--by", help="who applies it (default: the OS user)")
+    _home(apply)
+    apply.set_defaults(run=_apply)
+
+
+def _home(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", help="folder holding the lake (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+
+
+def _plan(args, settings: Settings) -> int:
+    from offsets_platform.cleanup.plans import build_plan, save_plan
+
+    lake = lake_of(args, settings)
+    plan = build_plan(lake, created_by=requester(args), idle_hours=args.idle_hours,
+                      clean_early=tuple(args.clean_early), valid_hours=args.valid_hours)
+    if not plan.actions:
+        print("nothing to clean up: no stale offsets of unsubscribed topics, no group Empty "
+              f"longer than {args.idle_hours} h")
+        return 0
+    save_plan(lake, plan)
+    _print_plan(plan)
+    print(f"\napprove it with: offsets-platform approve {plan.plan_id} --by YOUR_NAME")
+    return 0
+
+
+def _show(args, settings: Settings) -> int:
+    from offsets_platform.cleanup.approvals import approved_actions
+    from offsets_platform.cleanup.plans import load_plan
+
+    lake = lake_of(args, settings)
+    plan = load_plan(lake, args.plan_id)
+    _print_plan(plan, approved_actions(lake, plan), _audit(lake, plan.plan_id))
+    return 0
+
+
+def _approve(args, settings: Settings) -> int:
+    from offsets_platform.cleanup.approvals import approve
+
+    approval = approve(lake_of(args, settings), args.plan_id, args.by, action_ids=args.action or None,
+                       comment=args.comment)
+    print(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {args.plan_id}")
+    return 0
+
+
+def _apply(args, settings: Settings) -> int:
+    from offsets_platform.cleanup.apply import apply_plan
+
+    target = cluster_and_lake(args, settings)
+    if target is None:
+        return 2
+    connection, lake = target
+    result = apply_plan(lake, connection, args.plan_id, dry_run=args.dry_run, requested_by=requester(args))
+    print(f"{result.count('deleted')} deleted, {result.count('skipped')} skipped, {result.count('failed')} failed"
+          + (f", {result.count('dry_run')} shown (dry run: nothing sent)" if args.dry_run else ""))
+    return 1 if result.failed else 0
+
+
+def _audit(lake, plan_id: str) -> dict[str, dict]:
+    """action id -> its latest audit row."""
+    if not lake.exists("cleanup_audit"):
+        return {}
+    rows = lake.query(f"select * from cleanup_audit where plan_id = '{plan_id}' order by at", "cleanup_audit")
+    return {row["action_id"]: row for row in rows.to_pylist()}
+
+
+def _print_plan(plan, approved: dict | None = None, audit: dict | None = None) -> None:
+    print(f"plan {plan.plan_id}: {len(plan.actions)} actions, by {plan.created_by}, "
+          f"created {plan.created_at:%Y-%m-%d %H:%M} UTC, expires {plan.expires_at:%Y-%m-%d %H:%M} UTC"
+          + (" (EXPIRED)" if plan.expired() else ""))
+    for action in plan.actions:
+        status = ""
+        if approved is not None:
+            approval = approved.get(action.action_id)
+            status = f"  [approved by {approval['approved_by']}]" if approval else "  [not approved]"
+        if audit and action.action_id in audit:
+            row = audit[action.action_id]
+            status += f" [{row['outcome']}{': ' + row['error'] if row['error'] else ''}]"
+        print(f"  {action.action_id}  {action.describe():<60} {action.reason}{status}")

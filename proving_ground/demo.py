@@ -1,0 +1,152 @@
+"""`make demo` (`python -m proving_ground.demo`): the main job on the embedded default, start to
+finish, leaving nothing running.
+
+On a fresh Apache Kafka broker started by the project:
+1. the live workload starts: real producers and groups of every kind (classic consumer groups
+   that keep up, fall behind until retention deletes what they never read, change their
+   subscription or stop; KIP-848 groups by topic names and by regular expression; a standalone
+   committer; a transactional committer; a Connect group; a share group and a streams group).
+   Kafka's own group coordinator writes their records into `__consumer_offsets`. While the
+   workload runs, the Dagster `ingest` job (ingest + snapshot, no Spark) runs every few seconds,
+   so the lake follows the cluster as it changes;
+2. then the `refresh` job runs: it ingests what is new, takes a snapshot, runs every Spark SQL
+   model with its Great Expectations checks and proposes a cleanup plan.
+Then it prints a summary and writes the report, ends the live members and stops the broker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+from dagster import DagsterInstance
+
+from offsets_platform.broker.embedded import BrokerStartFailed, EmbeddedBroker, PortInUse
+from offsets_platform.broker.jvm import KafkaNotInstalled
+from offsets_platform.lake import Lake
+from offsets_platform.report import report_path, write_report
+from offsets_platform.settings import Settings
+from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
+from proving_ground.workload.live import run_live_workload
+
+SECONDS_BETWEEN_REFRESHES = 3.0
+
+
+class _Background:
+    """Runs the live workload in a thread and hands back its result or its error."""
+
+    def __init__(self, bootstrap_servers: str, seed: int, scale: float):
+        self.result = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(bootstrap_servers, seed, scale), daemon=True)
+        self._thread.start()
+
+    def _run(self, bootstrap_servers: str, seed: int, scale: float) -> None:
+        try:
+            self.result = run_live_workload(bootstrap_servers, seed=seed, scale=scale)
+        except BaseException as error:  # re-raised in the demo's thread by finish()
+            self.error = error
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def finish(self):
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
+    """Run the demo under `home/demo` (recreated), print what happened, return the lake.
+
+    Args:
+        home: the folder whose `demo` subfolder holds the broker's data and the lake.
+        seed: seed of the live workload (message keys, values and counts).
+        live_scale: message volume of the live workload.
+    """
+    from assets.definitions import defs
+
+    demo_home = home.absolute() / "demo"
+    if demo_home.exists():
+        print(f"removing the previous demo in {demo_home}")
+        shutil.rmtree(demo_home)
+    lake = Lake(demo_home / "lake")
+    job = defs.resolve_job_def("refresh")
+    ingest_job = defs.resolve_job_def("ingest")
+    print("starting Apache Kafka (the embedded broker) ...")
+    with EmbeddedBroker(demo_home / "broker") as broker, DagsterInstance.ephemeral() as instance:
+        print(f"Apache Kafka at {broker.bootstrap_servers}, data in {broker.data_dir}")
+        run_config = {
+            "resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
+                          "lake": {"config": {"root": str(lake.root)}}},
+            # Progress and results, without Dagster's step-by-step debug events.
+            "loggers": {"console": {"config": {"log_level": "INFO"}}},
+        }
+
+        def refresh(label: str, which=job) -> None:
+            started = time.monotonic()
+            if not which.execute_in_process(run_config=run_config, instance=instance).success:
+                raise SystemExit(f"the {which.name} job failed ({label})")
+            print(f"{label}: {which.name} job done in {time.monotonic() - started:.1f} s")
+
+        print("starting the live workload (real producers and groups of every kind)")
+        live = _Background(broker.bootstrap_servers, seed, live_scale)
+        try:
+            cycle = 0
+            while live.running:
+                time.sleep(SECONDS_BETWEEN_REFRESHES)
+                cycle += 1
+                refresh(f"cycle {cycle} (ingest and snapshot while the live workload runs)", ingest_job)
+        finally:
+            workload = live.finish()  # waits for it; its own error, if any, is raised here
+        try:
+            refresh("final cycle (after the live workload)")
+            _print_summary(lake, workload)
+        finally:
+            workload.stop()
+    print(f"\ntables are in {lake.root}; the live members and the embedded broker are stopped.")
+    return lake
+
+
+def _print_summary(lake: Lake, workload) -> None:
+    print("\nsummary: __consumer_offsets in bronze")
+    for line in bronze_summary(lake):
+        print("  " + line)
+    print("summary: the live cluster (admin-API snapshots)")
+    for line in snapshot_summary(lake):
+        print("  " + line)
+    print(f"  retention: {workload.retention_note}")
+    changed = workload.changed_subscription
+    print(f"  {changed['group']} left committed offsets on {changed['left_behind_topic']}, "
+          f"which it no longer reads")
+    print("summary: the Spark SQL models (silver and gold)")
+    for line in models_summary(lake):
+        print("  " + line)
+    # The same answers as figures, in one HTML file that opens offline: <demo home>/reports/.
+    report = write_report(lake, report_path(lake))
+    print(f"report: {report}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m proving_ground.demo",
+                                     description="the main job on a fresh embedded broker (Apache Kafka)")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the live workload")
+    parser.add_argument("--scale", type=float, default=1.0, help="message volume of the live workload")
+    parser.add_argument("--home", help="folder for the demo (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+    args = parser.parse_args(argv)
+    try:
+        run_demo(Path(args.home) if args.home else Settings.from_env().home, seed=args.seed, live_scale=args.scale)
+    except (BrokerStartFailed, KafkaNotInstalled, PortInUse) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
