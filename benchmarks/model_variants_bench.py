@@ -63,8 +63,8 @@ from ingest_bench import timed, write_results  # benchmarks/ is on sys.path when
 from models_bench import BATCH, BronzeFeed, add_snapshots, append_raw
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import TABLES
-from offsets_platform.workload.coordinator_history import default_start_ms, generate_batches
-from offsets_platform.workload.partitioning import DEFAULT_PARTITIONS
+from proving_ground.workload.coordinator_history import default_start_ms, generate_batches
+from proving_ground.workload.partitioning import DEFAULT_PARTITIONS
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT_FOLDER = "dbt_like_sql"
@@ -300,7 +300,7 @@ def plan_summary(plan: str, only: set[str] | None = None) -> dict:
     nodes = plan_tree(plan)
     joins: dict[str, int] = {}
     scans: dict[str, dict] = {}
-    for index, (depth, text) in enumerate(nodes):
+    for index, (_depth, text) in enumerate(nodes):
         name = node_name(text)
         if name.endswith("Join") or name == "ReusedExchange":
             joins[name] = joins.get(name, 0) + 1
