@@ -23,9 +23,9 @@ _CLASSIFICATIONS = (("consumer", "consumer"), ("standalone", "standalone"), ("ki
 
 
 def key_numbers(lake: Lake, model: str) -> dict:
-    """The key-number metadata of `model` ({} for a model without key numbers or without a table)."""
+    """The key-number metadata of `model` ({} for a model without key numbers)."""
     function = KEY_NUMBERS.get(model)
-    if function is None or not lake.exists(model):
+    if function is None:
         return {}
     return function(lake)
 

@@ -5,7 +5,7 @@ These are quick looks with delta-rs's SQL engine; the Spark SQL models own the r
 
 from __future__ import annotations
 
-from offsets_platform.lake import Lake
+from offsets_platform.lake import Lake, MissingTable
 from offsets_platform.lake.tables import RECORD_TABLES
 
 # A group's records all live in one partition of __consumer_offsets, so the highest source
@@ -79,7 +79,7 @@ def groups_by_state(lake: Lake, snapshot_id: str | None = None) -> list[dict]:
 
 def snapshot_summary(lake: Lake) -> list[str]:
     """Lines describing the latest admin-API snapshot: live group states, lag, retention loss."""
-    if not lake.exists("broker_configs") or lake.count("broker_configs") == 0:
+    if lake.count("broker_configs") == 0:
         return ["no admin-API snapshot yet"]
     states = ", ".join(f"{row['state']} {row['groups']}" for row in groups_by_state(lake))
     lines = [f"live groups by state (latest snapshot): {states or 'no groups'}"]
@@ -94,7 +94,9 @@ def models_summary(lake: Lake, within_hours: int = 24) -> list[str]:
     """Lines from the gold tables: group states, lag, retention loss, expirations, cleanup."""
     from offsets_platform.cleanup import cleanup_candidates  # cleanup reads the same tables
 
-    if not lake.exists("expirable_offsets"):
+    try:
+        candidates = cleanup_candidates(lake)  # it needs the models' tables that the lines below read
+    except MissingTable:
         return ["the models have not run yet"]
     lines = []
     states = lake.query("""select state, classification, count(*) as n from group_state
@@ -121,7 +123,6 @@ def models_summary(lake: Lake, within_hours: int = 24) -> list[str]:
     for row in expiring:
         next_at = f"{row['next_at']:%Y-%m-%d %H:%M} UTC" if row["next_at"] else "-"
         lines.append(f"  {row['rule']:<26} {row['offsets']:>7,}: {row['expired']:,} / {row['soon']:,} / {next_at}")
-    candidates = cleanup_candidates(lake)
     lines.append(f"a cleanup would: OffsetDelete {len(candidates.offset_deletes):,} stale offsets of "
                  f"unsubscribed topics in {len(candidates.offset_groups()):,} groups; DeleteGroups for "
                  f"{len(candidates.group_deletes):,} groups Empty longer than {candidates.idle_hours} h")

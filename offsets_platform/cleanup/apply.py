@@ -43,10 +43,8 @@ class ApplyResult:
 
 def done_actions(lake: Lake, plan_id: str) -> set[str]:
     """Actions of the plan the audit shows as deleted (never sent again)."""
-    if not lake.exists(AUDIT):
-        return set()
-    rows = lake.query(f"select distinct action_id from {AUDIT} where plan_id = '{plan_id}' and outcome = 'deleted'",
-                      AUDIT).to_pylist()
+    rows = lake.query(f"select distinct action_id from {AUDIT} where plan_id = '{plan_id}' "
+                      "and outcome = 'deleted'", AUDIT).to_pylist()
     return {row["action_id"] for row in rows}
 
 

@@ -46,8 +46,19 @@ class CleanupCandidates:
         return sorted({row["group"] for row in self.offset_deletes})
 
 
+# What the candidates are read from. Before the models have run, an empty answer would say there
+# is nothing to clean up while nothing has been looked at.
+MODEL_TABLES = ("expirable_offsets", "group_state", "consumer_lag", "group_subscriptions", "committed_offsets")
+RUN_THE_MODELS = "run the models first (`offsets-platform models`, or the refresh job)"
+
+
 def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> CleanupCandidates:
-    """The offsets and groups a cleanup could remove now (nothing is sent to any broker here)."""
+    """The offsets and groups a cleanup could remove now (nothing is sent to any broker here).
+
+    Raises:
+        MissingTable: the models have not run in this lake yet.
+    """
+    lake.require(MODEL_TABLES, RUN_THE_MODELS)
     stale = lake.query(_STALE_OFFSETS, "expirable_offsets", "group_state", "consumer_lag",
                        "group_subscriptions").to_pylist()
     evaluated = lake.query("select max(evaluated_at) as at from expirable_offsets", "expirable_offsets")

@@ -97,9 +97,8 @@ def _apply(args, settings: Settings) -> int:
 
 def _audit(lake, plan_id: str) -> dict[str, dict]:
     """action id -> its latest audit row."""
-    if not lake.exists("cleanup_audit"):
-        return {}
-    rows = lake.query(f"select * from cleanup_audit where plan_id = '{plan_id}' order by at", "cleanup_audit")
+    rows = lake.query(f"select * from cleanup_audit where plan_id = '{plan_id}' order by at",
+                      "cleanup_audit")
     return {row["action_id"]: row for row in rows.to_pylist()}
 
 

@@ -106,8 +106,8 @@ def save_plan(lake: Lake, plan: CleanupPlan) -> None:
     """Append the plan's actions (a plan with no action is not stored: nothing to approve)."""
     if not plan.actions:
         return
-    if lake.exists(PLANS) and lake.query(f"select count(*) as n from {PLANS} where plan_id = '{plan.plan_id}'",
-                                         PLANS).column("n")[0].as_py():
+    if lake.query(f"select count(*) as n from {PLANS} where plan_id = '{plan.plan_id}'",
+                  PLANS).column("n")[0].as_py():
         raise PlanError(f"plan {plan.plan_id} is already stored; plans never change")
     rows = [{"plan_id": plan.plan_id, "action_id": a.action_id, "action": a.action, "group": a.group,
              "topic": a.topic, "partition": a.partition, "reason": a.reason,
@@ -117,7 +117,7 @@ def save_plan(lake: Lake, plan: CleanupPlan) -> None:
 
 
 def load_plan(lake: Lake, plan_id: str) -> CleanupPlan:
-    rows = [] if not lake.exists(PLANS) else lake.query(
+    rows = lake.query(
         f"select * from {PLANS} where plan_id = '{_quote(plan_id)}' order by action, \"group\", topic, \"partition\"",
         PLANS).to_pylist()
     if not rows:
