@@ -6,6 +6,7 @@ These are quick looks with delta-rs's SQL engine; the Spark SQL models own the r
 from __future__ import annotations
 
 from offsets_platform.lake import Lake, MissingTable
+from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.lake.tables import RECORD_TABLES
 
 # A group's records all live in one partition of __consumer_offsets, so the highest source
@@ -73,7 +74,7 @@ group by o."group" order by o."group"
 
 def groups_by_state(lake: Lake, snapshot_id: str | None = None) -> list[dict]:
     """[{"state", "groups"}] in one snapshot (default: the latest complete one)."""
-    snapshot = f"'{snapshot_id}'" if snapshot_id else _LATEST_SNAPSHOT
+    snapshot = lake_string(snapshot_id) if snapshot_id else _LATEST_SNAPSHOT
     return lake.query(_GROUPS_BY_STATE.format(snapshot=snapshot), "group_snapshots", "broker_configs").to_pylist()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offsets_platform.lake import Lake
+from offsets_platform.lake.sql_literals import lake_string
 
 DEFAULT_IDLE_HOURS = 168
 
@@ -63,6 +64,7 @@ def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> Clea
                        "group_subscriptions").to_pylist()
     evaluated = lake.query("select max(evaluated_at) as at from expirable_offsets", "expirable_offsets")
     now = evaluated.column("at")[0].as_py()
+    idle_interval = lake_string(f"{int(idle_hours)} hours")
     idle = []
     if now is not None:
         idle = [row for row in lake.query(
@@ -71,7 +73,7 @@ def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> Clea
                 from group_state g left join committed_offsets o on o."group" = g."group"
                 where g.state = 'Empty' and g.member_count = 0
                   and g.state_since < to_timestamp_micros({int(now.timestamp() * 1e6)})
-                                      - interval '{int(idle_hours)} hours'
+                                      - interval {idle_interval}
                 group by g."group", g.state, g.state_since, g.classification
                 order by g."group" """,
             "group_state", "committed_offsets").to_pylist()]

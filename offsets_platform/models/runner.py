@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from offsets_platform.lake import Lake, table_spec
 from offsets_platform.lake.spark import query_arrow
+from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.models.project import Model, ModelProject, default_project, register_model_tables_of
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
 
@@ -228,7 +229,7 @@ class ModelRunner:
         ref's table version for refs read at_last_run. Empty when the code changed since."""
         rows = self.lake.query(
             f"select source, source_version, code_version, run_id, finished_at from {RUNS_TABLE} "
-            f"where model = '{model.name}' order by finished_at desc", RUNS_TABLE).to_pylist()
+            f"where model = {lake_string(model.name)} order by finished_at desc", RUNS_TABLE).to_pylist()
         if not rows or (rows[0]["code_version"] != model.code_version and not any_code):
             return {}
         latest_run = rows[0]["run_id"]
