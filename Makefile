@@ -8,6 +8,8 @@ PYTHON_INSTALLED := $(VENV)/.installed
 JARS := $(VENV)/share/offsets-platform/jars
 JARS_INSTALLED := $(VENV)/.jars-installed
 INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED)
+# the benchmarks' extra dependencies (pyproject.toml's `bench`), on top of the rest
+BENCH_INSTALLED := $(VENV)/.bench-installed
 
 .PHONY: demo test test-fast lint bench bench-models ui spark-server broker validate clean
 
@@ -15,6 +17,10 @@ $(PYTHON_INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+$(BENCH_INSTALLED): $(PYTHON_INSTALLED)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[bench]'
 	touch $@
 
 $(JARS_INSTALLED): jvm/pom.xml jvm/install
@@ -35,11 +41,11 @@ lint: $(PYTHON_INSTALLED)  ## ruff, and the import contract: the library never i
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-bench: $(INSTALLED)  ## the embedded broker's start and memory; decode and ingest speed and memory, side by side (writes benchmarks/results/)
+bench: $(INSTALLED) $(BENCH_INSTALLED)  ## the embedded broker's start and memory; decode and ingest speed and memory, side by side (writes benchmarks/results/)
 	$(BIN)/python benchmarks/broker_bench.py
 	$(BIN)/python benchmarks/ingest_bench.py
 
-bench-models: $(INSTALLED)  ## full and incremental model refresh time and memory over 10M records (writes benchmarks/results/)
+bench-models: $(INSTALLED) $(BENCH_INSTALLED)  ## full and incremental model refresh time and memory over 10M records (writes benchmarks/results/)
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python benchmarks/models_bench.py
 
 UI_PORT ?= 3000

@@ -3,7 +3,7 @@
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
 import warnings
 
-from dagster import (AssetExecutionContext, AssetSelection, BetaWarning, Definitions, MetadataValue, ObserveResult,
+from dagster import (AssetExecutionContext, AssetSelection, BetaWarning, Definitions, ObserveResult,
                      define_asset_job, in_process_executor, multi_observable_source_asset)
 
 from assets.automation import build_automation
@@ -53,9 +53,7 @@ with warnings.catch_warnings():
         the_lake = context.resources.lake.lake()
         for spec in cleanup_record_tables:
             name = spec.key.to_user_string()
-            metadata = (table_metadata(the_lake, name) if the_lake.exists(name)
-                        else {"dagster/row_count": 0, "path": MetadataValue.path(str(the_lake.path(name)))})
-            yield ObserveResult(asset_key=spec.key, metadata=metadata)
+            yield ObserveResult(asset_key=spec.key, metadata=table_metadata(the_lake, name))
 
 assets = [offsets_topic_bronze, cluster_snapshot, *model_assets(project), cleanup_plans, cleanup_records,
           cluster_report]

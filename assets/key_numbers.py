@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 from dagster import MetadataValue
 
 from offsets_platform.lake import Lake
+from offsets_platform.lake.sql_literals import lake_string
 
 # Rows shown in a Markdown table; the rest are counted in a last line.
 MAX_ROWS = 20
@@ -23,16 +24,16 @@ _CLASSIFICATIONS = (("consumer", "consumer"), ("standalone", "standalone"), ("ki
 
 
 def key_numbers(lake: Lake, model: str) -> dict:
-    """The key-number metadata of `model` ({} for a model without key numbers or without a table)."""
+    """The key-number metadata of `model` ({} for a model without key numbers)."""
     function = KEY_NUMBERS.get(model)
-    if function is None or not lake.exists(model):
+    if function is None:
         return {}
     return function(lake)
 
 
 def group_state_numbers(lake: Lake) -> dict:
     """Groups by state, and by kind of group within each state."""
-    columns = ", ".join(f"sum(case when classification = '{value}' then 1 else 0 end) as {value}"
+    columns = ", ".join(f"sum(case when classification = {lake_string(value)} then 1 else 0 end) as {value}"
                         for value, _ in _CLASSIFICATIONS)
     rows = lake.query(f"select state, count(*) as groups, {columns} from group_state group by state "
                       "order by groups desc, state", "group_state").to_pylist()

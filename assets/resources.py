@@ -67,7 +67,19 @@ class LakeResource(ConfigurableResource):
 
     root: str = Field(default="", description="folder of the lake; empty = $OFFSETS_PLATFORM_HOME/lake")
 
+    # One Lake for the whole run, so that the tables it keeps open serve every asset of the run
+    # (a refresh reads the same tables many times). Dagster sets a resource up on a copy of its
+    # own, once per run in each process that executes it, so no two runs share a Lake.
+    _lake: Optional[Lake] = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        self._lake = self._new_lake()
+
     def lake(self) -> Lake:
+        """The run's lake (a new one when called outside a run, e.g. from a test)."""
+        return self._lake if self._lake is not None else self._new_lake()
+
+    def _new_lake(self) -> Lake:
         return Lake(Path(self.root) if self.root else Settings.from_env().lake_root)
 
 

@@ -5,7 +5,8 @@ These are quick looks with delta-rs's SQL engine; the Spark SQL models own the r
 
 from __future__ import annotations
 
-from offsets_platform.lake import Lake
+from offsets_platform.lake import Lake, MissingTable
+from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.lake.tables import RECORD_TABLES
 
 # A group's records all live in one partition of __consumer_offsets, so the highest source
@@ -73,13 +74,13 @@ group by o."group" order by o."group"
 
 def groups_by_state(lake: Lake, snapshot_id: str | None = None) -> list[dict]:
     """[{"state", "groups"}] in one snapshot (default: the latest complete one)."""
-    snapshot = f"'{snapshot_id}'" if snapshot_id else _LATEST_SNAPSHOT
+    snapshot = lake_string(snapshot_id) if snapshot_id else _LATEST_SNAPSHOT
     return lake.query(_GROUPS_BY_STATE.format(snapshot=snapshot), "group_snapshots", "broker_configs").to_pylist()
 
 
 def snapshot_summary(lake: Lake) -> list[str]:
     """Lines describing the latest admin-API snapshot: live group states, lag, retention loss."""
-    if not lake.exists("broker_configs") or lake.count("broker_configs") == 0:
+    if lake.count("broker_configs") == 0:
         return ["no admin-API snapshot yet"]
     states = ", ".join(f"{row['state']} {row['groups']}" for row in groups_by_state(lake))
     lines = [f"live groups by state (latest snapshot): {states or 'no groups'}"]
@@ -94,7 +95,9 @@ def models_summary(lake: Lake, within_hours: int = 24) -> list[str]:
     """Lines from the gold tables: group states, lag, retention loss, expirations, cleanup."""
     from offsets_platform.cleanup import cleanup_candidates  # cleanup reads the same tables
 
-    if not lake.exists("expirable_offsets"):
+    try:
+        candidates = cleanup_candidates(lake)  # it needs the models' tables that the lines below read
+    except MissingTable:
         return ["the models have not run yet"]
     lines = []
     states = lake.query("""select state, classification, count(*) as n from group_state
@@ -121,7 +124,6 @@ def models_summary(lake: Lake, within_hours: int = 24) -> list[str]:
     for row in expiring:
         next_at = f"{row['next_at']:%Y-%m-%d %H:%M} UTC" if row["next_at"] else "-"
         lines.append(f"  {row['rule']:<26} {row['offsets']:>7,}: {row['expired']:,} / {row['soon']:,} / {next_at}")
-    candidates = cleanup_candidates(lake)
     lines.append(f"a cleanup would: OffsetDelete {len(candidates.offset_deletes):,} stale offsets of "
                  f"unsubscribed topics in {len(candidates.offset_groups()):,} groups; DeleteGroups for "
                  f"{len(candidates.group_deletes):,} groups Empty longer than {candidates.idle_hours} h")

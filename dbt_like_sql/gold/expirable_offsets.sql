@@ -98,8 +98,8 @@ select `group`, topic, `partition`, committed_offset, commit_timestamp, commit_t
             or (group_rule = 'empty_group' and current_state_timestamp is null and state_source = 'snapshot')))
            as base_time_estimated,
        retention_minutes, expires_at,
-       coalesce(expires_at <= timestamp'{{ var("as_of") }}', false) as expired_now,
-       round((unix_micros(expires_at) - unix_micros(timestamp'{{ var("as_of") }}')) / 3600e6, 3)
+       coalesce(expires_at <= timestamp {{ var("as_of") | sql_string }}, false) as expired_now,
+       round((unix_micros(expires_at) - unix_micros(timestamp {{ var("as_of") | sql_string }})) / 3600e6, 3)
            as hours_until_expiry,
-       timestamp'{{ var("as_of") }}' as evaluated_at
+       timestamp {{ var("as_of") | sql_string }} as evaluated_at
 from ruled

@@ -24,6 +24,7 @@ from offsets_platform.cleanup.approvals import AUDIT, approved_actions
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction, PlanError, load_plan, offset_key
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.lake import Lake
+from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.settings import KafkaConnection, os_user
 
 
@@ -43,10 +44,8 @@ class ApplyResult:
 
 def done_actions(lake: Lake, plan_id: str) -> set[str]:
     """Actions of the plan the audit shows as deleted (never sent again)."""
-    if not lake.exists(AUDIT):
-        return set()
-    rows = lake.query(f"select distinct action_id from {AUDIT} where plan_id = '{plan_id}' and outcome = 'deleted'",
-                      AUDIT).to_pylist()
+    rows = lake.query(f"select distinct action_id from {AUDIT} where plan_id = {lake_string(plan_id)} "
+                      "and outcome = 'deleted'", AUDIT).to_pylist()
     return {row["action_id"] for row in rows}
 
 

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from offsets_platform.cleanup.plans import CleanupPlan, PlanError, load_plan
 from offsets_platform.lake import Lake
+from offsets_platform.lake.sql_literals import lake_string
 
 APPROVALS = "cleanup_approvals"
 AUDIT = "cleanup_audit"
@@ -53,9 +54,7 @@ def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | 
 
 def approved_actions(lake: Lake, plan: CleanupPlan) -> dict[str, dict]:
     """action id -> its first approval (approved_by, approved_at, comment)."""
-    if not lake.exists(APPROVALS):
-        return {}
-    rows = lake.query(f"select * from {APPROVALS} where plan_id = '{plan.plan_id}' order by approved_at",
+    rows = lake.query(f"select * from {APPROVALS} where plan_id = {lake_string(plan.plan_id)} order by approved_at",
                       APPROVALS).to_pylist()
     approved: dict[str, dict] = {}
     for row in rows:
@@ -65,7 +64,5 @@ def approved_actions(lake: Lake, plan: CleanupPlan) -> dict[str, dict]:
 
 def applied(lake: Lake, plan_id: str) -> bool:
     """Whether an apply (not a dry run) of the plan has sent or skipped anything."""
-    if not lake.exists(AUDIT):
-        return False
-    return lake.query(f"select count(*) as n from {AUDIT} where plan_id = '{plan_id}' and outcome <> 'dry_run'",
-                      AUDIT).column("n")[0].as_py() > 0
+    return lake.query(f"select count(*) as n from {AUDIT} where plan_id = {lake_string(plan_id)} "
+                      "and outcome <> 'dry_run'", AUDIT).column("n")[0].as_py() > 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offsets_platform.lake import Lake
+from offsets_platform.lake.sql_literals import lake_string
 
 DEFAULT_IDLE_HOURS = 168
 
@@ -46,12 +47,24 @@ class CleanupCandidates:
         return sorted({row["group"] for row in self.offset_deletes})
 
 
+# What the candidates are read from. Before the models have run, an empty answer would say there
+# is nothing to clean up while nothing has been looked at.
+MODEL_TABLES = ("expirable_offsets", "group_state", "consumer_lag", "group_subscriptions", "committed_offsets")
+RUN_THE_MODELS = "run the models first (`offsets-platform models`, or the refresh job)"
+
+
 def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> CleanupCandidates:
-    """The offsets and groups a cleanup could remove now (nothing is sent to any broker here)."""
+    """The offsets and groups a cleanup could remove now (nothing is sent to any broker here).
+
+    Raises:
+        MissingTable: the models have not run in this lake yet.
+    """
+    lake.require(MODEL_TABLES, RUN_THE_MODELS)
     stale = lake.query(_STALE_OFFSETS, "expirable_offsets", "group_state", "consumer_lag",
                        "group_subscriptions").to_pylist()
     evaluated = lake.query("select max(evaluated_at) as at from expirable_offsets", "expirable_offsets")
     now = evaluated.column("at")[0].as_py()
+    idle_interval = lake_string(f"{int(idle_hours)} hours")
     idle = []
     if now is not None:
         idle = [row for row in lake.query(
@@ -60,7 +73,7 @@ def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> Clea
                 from group_state g left join committed_offsets o on o."group" = g."group"
                 where g.state = 'Empty' and g.member_count = 0
                   and g.state_since < to_timestamp_micros({int(now.timestamp() * 1e6)})
-                                      - interval '{int(idle_hours)} hours'
+                                      - interval {idle_interval}
                 group by g."group", g.state, g.state_since, g.classification
                 order by g."group" """,
             "group_state", "committed_offsets").to_pylist()]

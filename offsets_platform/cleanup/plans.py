@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS, cleanup_candidates
 from offsets_platform.lake import Lake
+from offsets_platform.lake.sql_literals import lake_string
 
 PLANS = "cleanup_plans"
 OFFSET_DELETE = "OffsetDelete"
@@ -106,8 +107,8 @@ def save_plan(lake: Lake, plan: CleanupPlan) -> None:
     """Append the plan's actions (a plan with no action is not stored: nothing to approve)."""
     if not plan.actions:
         return
-    if lake.exists(PLANS) and lake.query(f"select count(*) as n from {PLANS} where plan_id = '{plan.plan_id}'",
-                                         PLANS).column("n")[0].as_py():
+    if lake.query(f"select count(*) as n from {PLANS} where plan_id = {lake_string(plan.plan_id)}",
+                  PLANS).column("n")[0].as_py():
         raise PlanError(f"plan {plan.plan_id} is already stored; plans never change")
     rows = [{"plan_id": plan.plan_id, "action_id": a.action_id, "action": a.action, "group": a.group,
              "topic": a.topic, "partition": a.partition, "reason": a.reason,
@@ -117,9 +118,9 @@ def save_plan(lake: Lake, plan: CleanupPlan) -> None:
 
 
 def load_plan(lake: Lake, plan_id: str) -> CleanupPlan:
-    rows = [] if not lake.exists(PLANS) else lake.query(
-        f"select * from {PLANS} where plan_id = '{_quote(plan_id)}' order by action, \"group\", topic, \"partition\"",
-        PLANS).to_pylist()
+    rows = lake.query(
+        f"select * from {PLANS} where plan_id = {lake_string(plan_id)} "
+        "order by action, \"group\", topic, \"partition\"", PLANS).to_pylist()
     if not rows:
         raise PlanError(f"unknown plan {plan_id!r}")
     actions = tuple(PlannedAction(r["action"], r["group"], r["topic"], r["partition"], r["reason"],
@@ -202,7 +203,3 @@ def _unique(actions: list[PlannedAction]) -> list[PlannedAction]:
 
 def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _quote(text: str) -> str:
-    return text.replace("'", "''")

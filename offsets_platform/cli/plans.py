@@ -7,6 +7,7 @@ import argparse
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS
 from offsets_platform.cli.args import cluster_and_lake, lake_of, requester
+from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.settings import Settings
 
 
@@ -97,9 +98,8 @@ def _apply(args, settings: Settings) -> int:
 
 def _audit(lake, plan_id: str) -> dict[str, dict]:
     """action id -> its latest audit row."""
-    if not lake.exists("cleanup_audit"):
-        return {}
-    rows = lake.query(f"select * from cleanup_audit where plan_id = '{plan_id}' order by at", "cleanup_audit")
+    rows = lake.query(f"select * from cleanup_audit where plan_id = {lake_string(plan_id)} order by at",
+                      "cleanup_audit")
     return {row["action_id"]: row for row in rows.to_pylist()}
 
 

@@ -4,13 +4,19 @@ Every write, merge and delete goes through delta-rs (`deltalake`): Delta's JVM j
 Maven Central, which these machines cannot reach. Spark reads a table from its active file list
 with the registered schema. Both halves live here so a deployment that has the Delta jars can
 switch to `spark.read.format("delta")` in this one module.
+
+Only writes (append, overwrite, merge) create a table. Reading one that no write has created yet
+reads it empty, with its registered schema, and leaves the lake as it was: a report or a plan
+that looks at a fresh lake must not change it. A reader to whom an empty table would be a false
+all-clear asks `Lake.require` first.
 """
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -47,29 +53,56 @@ class Lake:
         return name in self._open or DeltaTable.is_deltatable(str(self.path(name)))
 
     def table(self, name: str) -> DeltaTable:
-        """The Delta table at its latest version, created empty with its registered schema if it
-        does not exist. The same object each time: do not hold on to it across writes."""
+        """The Delta table at its latest version. The same object each time: do not hold on to it
+        across writes.
+
+        Raises:
+            MissingTable: no write has created the table yet (reading never creates one).
+        """
+        table = self._opened(name)
+        if table is None:
+            raise MissingTable(f"table {name} does not exist yet in {self.root}")
+        return table
+
+    def require(self, names: Iterable[str], to_create: str) -> None:
+        """Raise MissingTable, saying what to run (`to_create`), unless every table exists: for
+        readers to whom an empty table would be a false all-clear."""
+        missing = [name for name in names if not self.exists(name)]
+        if missing:
+            raise MissingTable(f"{', '.join(missing)} {'does' if len(missing) == 1 else 'do'} not exist yet "
+                               f"in {self.root}: {to_create}")
+
+    def _opened(self, name: str) -> DeltaTable | None:
+        """The table, opened once and caught up since; None while no write has created it."""
         with self._open_lock:
             table = self._open.get(name)
-            if table is None:
-                table = self._open[name] = self._open_or_create(name)
-            else:
+            if table is not None:
                 table.update_incremental()  # the commits made since, by this process or another
+            elif DeltaTable.is_deltatable(str(self.path(name))):
+                table = self._open[name] = DeltaTable(str(self.path(name)))
             return table
 
-    def _open_or_create(self, name: str) -> DeltaTable:
+    def _writable(self, name: str) -> DeltaTable:
+        """The table to write to, created empty with its registered schema first if need be."""
+        table = self._opened(name)
+        if table is not None:
+            return table
         spec = table_spec(name)
         path = self.path(name)
-        if not DeltaTable.is_deltatable(str(path)):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            DeltaTable.create(str(path), schema=spec.schema, partition_by=list(spec.partition_by) or None,
-                              name=spec.name, description=spec.description, configuration=TABLE_PROPERTIES)
-        return DeltaTable(str(path))
+        with self._open_lock:
+            if name not in self._open:
+                if not DeltaTable.is_deltatable(str(path)):  # another writer may have created it since
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    DeltaTable.create(str(path), schema=spec.schema, partition_by=list(spec.partition_by) or None,
+                                      name=spec.name, description=spec.description,
+                                      configuration=TABLE_PROPERTIES)
+                self._open[name] = DeltaTable(str(path))
+            return self._open[name]
 
     def append(self, name: str, data: pa.Table) -> int:
         """Append rows in one Delta commit (all or nothing). Returns the new table version."""
         spec = table_spec(name)
-        table = self.table(name)
+        table = self._writable(name)
         write_deltalake(table, conform(data, spec), mode="append")
         table.update_incremental()
         return table.version()
@@ -77,7 +110,7 @@ class Lake:
     def overwrite(self, name: str, data: pa.Table) -> int:
         """Replace the table's rows in one Delta commit. Returns the new table version."""
         spec = table_spec(name)
-        table = self.table(name)
+        table = self._writable(name)
         write_deltalake(table, conform(data, spec), mode="overwrite")
         table.update_incremental()
         return table.version()
@@ -87,7 +120,7 @@ class Lake:
         spec = table_spec(name)
         predicate = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
         return (
-            self.table(name)
+            self._writable(name)
             .merge(conform(data, spec), predicate=predicate, source_alias="source", target_alias="target")
             .when_matched_update_all()
             .when_not_matched_insert_all()
@@ -99,31 +132,41 @@ class Lake:
         the older versions stay as they were). Returns the number of files it replaced."""
         return self.table(name).optimize.compact()["numFilesRemoved"]
 
+    # Reads: a table no write has created yet reads as empty, with its registered schema.
+
     def read_arrow(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """The table's current rows as Arrow (small tables and tests; Spark for the rest)."""
-        path = str(self.path(name))
-        table = self.table(name)
+        table = self._opened(name)
+        if table is None:
+            empty = table_spec(name).schema.empty_table()
+            return empty if columns is None else empty.select(columns)
         # Passing a filesystem avoids an abort at interpreter exit seen with delta-rs's own.
-        filesystem = pafs.SubTreeFileSystem(path, pafs.LocalFileSystem())
+        filesystem = pafs.SubTreeFileSystem(str(self.path(name)), pafs.LocalFileSystem())
         return table.to_pyarrow_table(columns=columns, filesystem=filesystem)
 
     def query(self, sql: str, *names: str) -> pa.Table:
         """Run SQL with delta-rs's engine over the named tables (registered under their names)."""
         builder = QueryBuilder()
         for name in names:
-            builder = builder.register(name, self.table(name))
+            builder = builder.register(name, self._opened(name) or _empty_stand_in(table_spec(name)))
         return pa.table(builder.execute(sql).read_all())
 
     def count(self, name: str) -> int:
         return self.query(f"select count(*) as n from {name}", name).column("n")[0].as_py()
 
     def version(self, name: str) -> int:
-        return self.table(name).version()
+        """The latest version; -1 (Delta's version before the first commit) for a table no write
+        has created yet."""
+        table = self._opened(name)
+        return -1 if table is None else table.version()
 
     def files(self, name: str, version: int | None = None) -> list[str]:
         """The table's active data files (at `version`, default the latest)."""
         if version is None:
-            return self.table(name).file_uris()
+            table = self._opened(name)
+            return [] if table is None else table.file_uris()
+        if version < 0:  # before the table was created
+            return []
         with self._open_lock:  # no catching up between comparing the version and listing
             latest = self._open.get(name)
             if latest is not None and latest.version() == version:
@@ -137,10 +180,34 @@ class Lake:
 
         spec = table_spec(name)
         schema = from_arrow_schema(spec.schema)
-        files = self.table(name).file_uris() if files is None else files
+        files = self.files(name) if files is None else files
         if not files:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).option("basePath", str(self.path(name))).parquet(*files)
+
+
+class MissingTable(LookupError):
+    """A table that must exist for an answer to mean anything has not been written yet."""
+
+
+# delta-rs's SQL engine reads only Delta tables, so a query naming a table no write has created
+# yet reads an empty one with the registered schema, made once per process in a temporary folder
+# (outside the lake, which reading must not change) and never written to.
+_STAND_INS: dict[tuple[str, str], DeltaTable] = {}
+_STAND_INS_LOCK = threading.Lock()
+_STAND_INS_FOLDER: tempfile.TemporaryDirectory | None = None
+
+
+def _empty_stand_in(spec: TableSpec) -> DeltaTable:
+    global _STAND_INS_FOLDER
+    key = (spec.name, str(spec.schema))
+    with _STAND_INS_LOCK:
+        if key not in _STAND_INS:
+            if _STAND_INS_FOLDER is None:
+                _STAND_INS_FOLDER = tempfile.TemporaryDirectory(prefix="offsets-platform-empty-")
+            path = Path(_STAND_INS_FOLDER.name) / str(len(_STAND_INS))
+            _STAND_INS[key] = DeltaTable.create(str(path), schema=spec.schema, name=spec.name)
+        return _STAND_INS[key]
 
 
 def conform(data: pa.Table, spec: TableSpec) -> pa.Table:

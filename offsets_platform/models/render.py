@@ -14,8 +14,10 @@ from typing import Any
 
 import jinja2
 
+from offsets_platform.lake.sql_literals import spark_string
+
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
-_ENV.filters["sql_string"] = lambda value: "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+_ENV.filters["sql_string"] = spark_string
 
 
 class RenderError(ValueError):

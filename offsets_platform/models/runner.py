@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from offsets_platform.lake import Lake, table_spec
 from offsets_platform.lake.spark import query_arrow
+from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.models.project import Model, ModelProject, default_project, register_model_tables_of
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
 
@@ -150,10 +151,11 @@ class ModelRunner:
         started = time.monotonic()
         model = self.project.model(name)
         source_versions = {table: self._source_version(table) for _, table in model.sources}
-        # each ref's table version as this run sees it (model tables change only in runs)
-        ref_versions = {ref: self.lake.version(ref) if self.lake.exists(ref) else -1 for ref in model.refs}
+        # each ref's table version as this run sees it (model tables change only in runs; -1: not written yet)
+        ref_versions = {ref: self.lake.version(ref) for ref in model.refs}
         inputs = self._inputs_fingerprint(model, source_versions, ref_versions)
         previous = {} if full_refresh else self._last_versions(model)
+        # unchanged only while the table it wrote is still there
         if previous.get(INPUTS) == inputs and self.lake.exists(model.name):
             return ModelRun(model=model.name, mode="unchanged", rows_written=0,
                             rows_in_table=self.lake.count(model.name), seconds=time.monotonic() - started)
@@ -197,7 +199,7 @@ class ModelRunner:
         reads = {}
         for table, version in source_versions.items():
             read = _SourceRead(version=version, files=self.lake.files(table, version))
-            if table in last and self.lake.exists(model.name):
+            if table in last and self.lake.exists(model.name):  # new rows merge into the table it has
                 read.new_files = _appended_files(self.lake, table, last[table], read.files)
             reads[table] = read
         return reads
@@ -225,11 +227,9 @@ class ModelRunner:
     def _last_versions(self, model: Model, any_code: bool = False) -> dict[str, int]:
         """What the model's latest run read: source -> version, and `ref:<model>` -> the
         ref's table version for refs read at_last_run. Empty when the code changed since."""
-        if not self.lake.exists(RUNS_TABLE):
-            return {}
         rows = self.lake.query(
             f"select source, source_version, code_version, run_id, finished_at from {RUNS_TABLE} "
-            f"where model = '{model.name}' order by finished_at desc", RUNS_TABLE).to_pylist()
+            f"where model = {lake_string(model.name)} order by finished_at desc", RUNS_TABLE).to_pylist()
         if not rows or (rows[0]["code_version"] != model.code_version and not any_code):
             return {}
         latest_run = rows[0]["run_id"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from offsets_platform.lake import Lake
+from offsets_platform.lake import Lake, MissingTable
 from offsets_platform.report.figures import read_table
 
 DEFAULT_WITHIN_HOURS = 24
@@ -45,13 +45,13 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> 
 
 def cleanup_rows(lake: Lake) -> tuple[list[dict], list[dict]]:
     """(OffsetDelete candidates, DeleteGroups candidates) from offsets_platform.cleanup; empty
-    when the models have not run (cleanup_candidates would create the tables it reads)."""
+    when the models have not run, as the report's figures then say "no data"."""
     from offsets_platform.cleanup.candidates import cleanup_candidates
 
-    needed = ("expirable_offsets", "consumer_lag", "group_subscriptions", "group_state", "committed_offsets")
-    if not all(lake.exists(name) for name in needed):
+    try:
+        candidates = cleanup_candidates(lake)
+    except MissingTable:
         return [], []
-    candidates = cleanup_candidates(lake)
     return candidates.offset_deletes, candidates.group_deletes
 
 

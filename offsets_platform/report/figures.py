@@ -39,14 +39,12 @@ COORDINATOR_TITLE = "Coordinator metrics over time (KIP-496)"
 
 
 def read_table(lake: Lake, name: str, columns: list[str]) -> pd.DataFrame:
-    """The table's columns as pandas, timestamps as naive UTC; empty if the table does not exist.
+    """The table's columns as pandas, timestamps as naive UTC; empty if the table does not exist
+    (a figure of a model that has not run says "no data").
 
-    `exists` is checked first because `Lake.read_arrow` would create a missing table, and a
-    report must not change the lake. Timestamps lose their (always UTC) zone because plotly.js
-    does not read zone offsets; the axes say UTC instead.
+    Timestamps lose their (always UTC) zone because plotly.js does not read zone offsets; the
+    axes say UTC instead.
     """
-    if not lake.exists(name):
-        return pd.DataFrame(columns=columns)
     frame = lake.read_arrow(name, columns=columns).to_pandas()
     for column in frame.columns:
         if isinstance(frame[column].dtype, pd.DatetimeTZDtype):

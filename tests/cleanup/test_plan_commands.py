@@ -49,3 +49,12 @@ def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection
     assert status == 1 and "already been applied" in output
     status, output = _run(["show", "nope", *home], capsys)
     assert status == 1 and "unknown plan 'nope'" in output
+
+
+def test_a_plan_before_the_models_ran_says_to_run_them_and_changes_nothing(tmp_path, capsys):
+    # an empty plan here would read as "nothing to clean up" while nothing was looked at
+    status, output = _run(["plan", "--home", str(tmp_path)], capsys)
+    assert status == 1
+    assert "expirable_offsets" in output and "offsets-platform models" in output
+    assert "nothing to clean up" not in output
+    assert not (tmp_path / "lake").exists()

@@ -38,8 +38,6 @@ EXPECTED_ROWS = {"group_snapshots": 2, "group_member_snapshots": 1, "committed_o
 
 
 def rows_per_snapshot(lake, name: str) -> dict[str, int]:
-    if not lake.exists(name):
-        return {}
     rows = lake.query(f"select snapshot_id, count(*) as n from {name} group by snapshot_id", name)
     return dict(zip(rows["snapshot_id"].to_pylist(), rows["n"].to_pylist()))
 

@@ -6,8 +6,12 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from offsets_platform.lake import TABLES, Lake, table_spec
+from offsets_platform.lake import TABLES, Lake, MissingTable, table_spec
 from offsets_platform.lake.tables import RECORD_TABLES
+from offsets_platform.models.project import model_table_specs
+
+# every table the lake declares: its own and the shipped models'
+DECLARED = sorted({*TABLES, *model_table_specs()})
 
 pytestmark = pytest.mark.fast  # make test-fast
 
@@ -35,6 +39,32 @@ def test_every_bronze_record_table_says_where_its_rows_came_from():
 def test_unknown_table_names_the_known_ones():
     with pytest.raises(KeyError, match="offset_commit_records"):
         table_spec("no_such_table")
+
+
+def test_reading_a_table_no_write_created_reads_it_empty_and_creates_nothing(lake):
+    for name in DECLARED:
+        declared = table_spec(name).schema
+        assert lake.read_arrow(name).schema == declared, name
+        assert lake.read_arrow(name, columns=declared.names[:1]).schema == pa.schema([declared.field(0)]), name
+        answer = lake.query(f"select * from {name}", name)
+        assert answer.num_rows == 0 and answer.column_names == declared.names, name
+        assert (lake.count(name), lake.version(name), lake.files(name), lake.files(name, -1)) == (0, -1, [], []), name
+        assert not lake.exists(name)
+    assert not lake.root.exists(), "reading creates no folder"
+    with pytest.raises(MissingTable, match="offsets_topic_checkpoints"):
+        lake.table("offsets_topic_checkpoints")
+    with pytest.raises(MissingTable, match="group_state, consumer_lag do not exist yet.*run the models"):
+        lake.require(["group_state", "consumer_lag"], "run the models")
+
+
+def test_writing_creates_the_table_with_its_declared_schema(lake):
+    for name in DECLARED:
+        declared = table_spec(name).schema
+        lake.append(name, declared.empty_table())
+        assert lake.exists(name) and lake.path(name).is_dir(), name
+        assert pa.schema(lake.table(name).schema().to_arrow()) == declared, name
+        assert lake.read_arrow(name).num_rows == 0 and lake.version(name) >= 0, name
+    lake.require(DECLARED, "nothing: every table exists")
 
 
 def test_append_creates_the_table_and_each_append_is_one_commit(lake):
@@ -100,3 +130,4 @@ def test_spark_reads_an_empty_table_with_its_columns(lake, spark):
     frame = lake.spark_read(spark, "offset_commit_records")
     assert frame.count() == 0
     assert frame.columns == TABLES["offset_commit_records"].schema.names
+    assert not lake.root.exists(), "a table no write created reads empty and stays uncreated"
