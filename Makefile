@@ -37,7 +37,7 @@ test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium first wh
 test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes: pure logic, the codec, SQL rules on tiny inputs, definitions load
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -m fast
 
-lint: $(PYTHON_INSTALLED)  ## ruff, and the import contract: the library never imports Dagster or the proving ground
+lint: $(PYTHON_INSTALLED)  ## ruff, and the import contracts in pyproject.toml (the library never imports Dagster or the proving ground)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
