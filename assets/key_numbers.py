@@ -24,9 +24,10 @@ _CLASSIFICATIONS = (("consumer", "consumer"), ("standalone", "standalone"), ("ki
 
 
 def key_numbers(lake: Lake, model: str) -> dict:
-    """The key-number metadata of `model` ({} for a model without key numbers)."""
+    """The key-number metadata of `model` ({} for a model without key numbers or without a table:
+    a table that was never written would read as empty, and "0 groups" would not be true)."""
     function = KEY_NUMBERS.get(model)
-    if function is None:
+    if function is None or not lake.exists(model):
         return {}
     return function(lake)
 
