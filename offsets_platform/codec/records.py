@@ -116,6 +116,9 @@ _KEY_FIELDS = {**KIP848_KEY_FIELDS, **SHARE_GROUP_KEY_FIELDS, **STREAMS_GROUP_KE
 # record_type -> the value versions Kafka 4.3's schemas define (validVersions); every other
 # type is at version 0 only.
 _VALUE_VERSIONS = {"offset_commit": (0, 4), "group_metadata": (0, 4)}
+# ... except that Kafka reads a legacy offset commit key (type 0) with LegacyOffsetCommitValue,
+# whose only version is 0.
+_KEY_TYPE_VALUE_VERSIONS = {0: (0, 0)}
 
 RECORD_TYPES: dict[int, str] = {key_type: spec[0] for key_type, spec in RECORD_SPECS.items()}
 """Key type (the int16 at the start of every key) -> record_type name."""
@@ -195,7 +198,7 @@ def decode_record(key: bytes, value: bytes | None) -> dict:
         return result
     reader = ByteReader(_as_bytes(value, "value"), f"{label} value")
     version = reader.int16("version")
-    low, high = _VALUE_VERSIONS.get(record_type, (0, 0))
+    low, high = _KEY_TYPE_VALUE_VERSIONS.get(result["key_version"]) or _VALUE_VERSIONS.get(record_type, (0, 0))
     if not low <= version <= high:
         # Kafka 4.3's loader fails the partition on such a record (UnknownRecordVersionException).
         raise reader.error("version", f"is {version}, outside the versions {low}-{high} Kafka 4.3 defines "

@@ -220,10 +220,12 @@ class LegacyGroup(Group):
             if self.commits > 8:
                 out.append((self.pid, e[0], enc.offset_commit_value(
                     e[1], now, "", expire_timestamp=now + DAY, version=1), now))
-            else:
+            elif self.commits <= 4:
+                # the legacy key (type 0) with value version 0, the only one Kafka reads it with
                 key = enc.offset_commit_key(self.name, e[5], e[4], key_version=0)
-                out.append((self.pid, key, enc.offset_commit_value(
-                    e[1], now, "", version=0 if self.commits <= 4 else 2), now))
+                out.append((self.pid, key, enc.offset_commit_value(e[1], now, "", version=0), now))
+            else:
+                out.append((self.pid, e[0], enc.offset_commit_value(e[1], now, "", version=2), now))
         return out
 
     def orphan_due(self) -> int:

@@ -8,9 +8,10 @@ ConsumerProtocolSubscription/Assignment.json and the ConsumerGroup*Key/Value.jso
 import struct
 import uuid
 
+import pyarrow as pa
 import pytest
 
-from offsets_platform.codec import RECORD_TYPES, decode_record
+from offsets_platform.codec import RECORD_TYPES, DecodeError, decode_batch, decode_record
 
 pytestmark = pytest.mark.fast  # make test-fast
 
@@ -88,10 +89,24 @@ def oc_key(kv=1, group="g1", topic="orders", partition=7):
 
 @pytest.mark.parametrize("key_version", [0, 1])
 def test_offset_commit_key_types_0_and_1(key_version):
-    rec = decode_record(oc_key(key_version), i16(3) + i64(42) + i32(5) + s("") + i64(1_700_000_000_000))
+    rec = decode_record(oc_key(key_version), i16(0) + i64(42) + s("") + i64(1_700_000_000_000))
     assert rec["record_type"] == "offset_commit"
     assert rec["key_version"] == key_version
     assert (rec["group"], rec["topic"], rec["partition"]) == ("g1", "orders", 7)
+
+
+@pytest.mark.parametrize("value_version", [1, 2, 3])
+def test_a_legacy_key_takes_value_version_0_only_as_kafka_reads_it(value_version):
+    # Kafka 4.3 reads key type 0 with LegacyOffsetCommitValue (validVersions "0") and fails the
+    # partition's load on any other version; key type 1 takes versions 0-4.
+    value = i16(value_version) + i64(42) + (i32(5) if value_version == 3 else b"") + s("") + i64(1_700_000_000_000)
+    value += i64(1_800_000_000_000) if value_version == 1 else b""
+    assert decode_record(oc_key(1), value)["value_version"] == value_version
+    with pytest.raises(DecodeError, match="outside the versions 0-0"):
+        decode_record(oc_key(0), value)
+    batch = decode_batch(pa.array([oc_key(1), oc_key(0)], pa.binary()), pa.array([value, value], pa.binary()))
+    assert batch.offset_commits.column("row").to_pylist() == [0]
+    assert batch.rejected.column("row").to_pylist() == [1]
 
 
 def test_offset_commit_value_v0():

@@ -121,7 +121,7 @@ def test_standalone_group_has_offsets_but_no_group_record(decoded_20k):
 def test_legacy_commits_and_expiry_by_expire_timestamp(decoded_20k):
     commits = _commits(decoded_20k, "inventory-legacy")
     kinds = {(d["key_version"], d["value_version"]) for _, d in commits if not d["tombstone"]}
-    assert kinds == {(0, 0), (0, 2), (1, 1)}
+    assert kinds == {(0, 0), (1, 2), (1, 1)}  # a legacy key (type 0) only ever with value v0
     v1 = [d for _, d in commits if d["value_version"] == 1]
     assert all(d["expire_timestamp"] == d["commit_timestamp"] + DAY for d in v1)
     tombstones = [r.timestamp_ms for r, d in commits if d["tombstone"]]
