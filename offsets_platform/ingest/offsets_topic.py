@@ -27,6 +27,7 @@ from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.kafka.open_transactions import read_past_stable_offsets
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import RECORD_TABLES, UTC_MICROS
+from offsets_platform.lake.timestamp_range import fit_millisecond_timestamps
 from offsets_platform.settings import KafkaConnection
 
 CHECKPOINTS = "offsets_topic_checkpoints"
@@ -179,7 +180,9 @@ def bronze_tables(raw: pa.Table, run_id: str, ingested_at: datetime) -> dict[str
         if name == "rejected_records":  # keep the raw bytes of what could not be decoded
             table = table.append_column("key", raw["key"].take(rows))
             table = table.append_column("value", raw["value"].take(rows))
-        tables[name] = table
+        # Kafka's times are any int64 milliseconds; one outside what the lake's timestamps hold
+        # must not fail the batch's write (and every rerun after it): it lands as its milliseconds.
+        tables[name] = fit_millisecond_timestamps(table)
     return tables
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from deltalake import DeltaTable, Field, QueryBuilder, write_deltalake
 
 from offsets_platform.lake.tables import TableSpec, table_spec
 
@@ -64,7 +64,9 @@ class Lake:
             path.parent.mkdir(parents=True, exist_ok=True)
             DeltaTable.create(str(path), schema=spec.schema, partition_by=list(spec.partition_by) or None,
                               name=spec.name, description=spec.description, configuration=TABLE_PROPERTIES)
-        return DeltaTable(str(path))
+        table = DeltaTable(str(path))
+        _add_new_nullable_columns(table, spec)
+        return table
 
     def append(self, name: str, data: pa.Table) -> int:
         """Append rows in one Delta commit (all or nothing). Returns the new table version."""
@@ -141,6 +143,25 @@ class Lake:
         if not files:
             return spark.createDataFrame([], schema)
         return spark.read.schema(schema).option("basePath", str(self.path(name))).parquet(*files)
+
+
+def _add_new_nullable_columns(table: DeltaTable, spec: TableSpec) -> None:
+    """Give a table written before its spec gained nullable columns those columns, in one Delta
+    commit that touches no data file: its existing rows read them as null. Only that change is
+    made here; any other difference from the spec still fails the next write."""
+    present = {field.name for field in table.schema().fields}
+    missing = [field for field in spec.schema if field.name not in present and field.nullable]
+    if not missing:
+        return
+    try:
+        table.alter.add_columns([Field.from_arrow(field) for field in missing])
+    except Exception:
+        # another process may have added them first; anything else is raised below
+        table.update_incremental()
+        present = {field.name for field in table.schema().fields}
+        if any(field.name not in present for field in missing):
+            raise
+    table.update_incremental()
 
 
 def conform(data: pa.Table, spec: TableSpec) -> pa.Table:
