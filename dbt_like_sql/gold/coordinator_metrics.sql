@@ -37,11 +37,13 @@ events as (
     union all
     select r.removed_at,
            case when p.source_offset is not null then 'deletion'
-                when r.base_time is not null and (
-                  (r.expire_timestamp is not null and r.removed_at >= r.expire_timestamp)
-                  or (r.expire_timestamp is null
-                      and r.removed_at >= r.base_time
-                                          + make_dt_interval(0, 0, cast((select minutes from retention) as int), 0)))
+                -- isOffsetExpired at the tombstone's time, in Kafka's milliseconds and Java's
+                -- long arithmetic (try_subtract is null where it overflows: not expired)
+                when r.base_time_ms is not null and (
+                  (r.expire_timestamp_ms is not null and unix_millis(r.removed_at) >= r.expire_timestamp_ms)
+                  or (r.expire_timestamp_ms is null
+                      and try_subtract(unix_millis(r.removed_at), r.base_time_ms)
+                          >= (select minutes from retention) * 60000))
                 then 'expiration' else 'deletion' end,
            1
     from removals r

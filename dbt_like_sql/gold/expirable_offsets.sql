@@ -7,6 +7,10 @@
 -- pending transactional commit never expires. KIP-848 and streams groups: commit time in every
 -- state, topics not subscribed (a streams group subscribes to nothing while Empty). Share groups
 -- keep no committed offsets here (their state is in __share_group_state).
+-- The rules compute in Kafka's epoch milliseconds (the *_ms columns), as
+-- OffsetExpirationConditionImpl does, so a time outside the years 1-9999 (a client may choose any
+-- retention, and so any expire timestamp) still gets Kafka's verdict; the timestamp columns show
+-- those times and are null outside that range.
 with offsets as (
     select * from {{ ref('committed_offsets') }}
 ),
@@ -30,11 +34,13 @@ retention as (
 facts as (
     select o.*, coalesce(g.state, 'Empty') as group_state,
            coalesce(g.classification, 'standalone') as classification,
-           g.protocol_type, g.current_state_timestamp, g.state_since, g.state_source,
+           g.protocol_type, g.current_state_timestamp, g.current_state_timestamp_ms, g.state_since, g.state_source,
            s.topic is not null as topic_subscribed,
            u.`group` is not null as subscriptions_unknown,
            p.`group` is not null as pending_transaction,
-           (select minutes from retention) as retention_minutes
+           (select minutes from retention) as retention_minutes,
+           (select minutes from retention) * 60000 as retention_ms,
+           unix_millis(timestamp {{ var("as_of") | sql_string }}) as as_of_ms
     from offsets o
     left join groups g on g.`group` = o.`group`
     left join subscribed s on s.`group` = o.`group` and s.topic = o.topic
@@ -70,36 +76,47 @@ by_group as (
 ),
 timed as (
     select *,
+           -- A legacy expire timestamp replaces base + retention: Kafka uses no base time then (and
+           -- the client's retention may be negative, putting that timestamp before the commit).
            -- An Empty group's base is when it became Empty; snapshots only bound that time.
-           case when group_rule = 'empty_group'
-                then coalesce(current_state_timestamp,
-                              case when state_source = 'snapshot' then state_since end,
-                              commit_time_estimate)
-                when group_rule is not null then commit_time_estimate end as base_time
+           case when expire_timestamp_ms is not null then null
+                when group_rule = 'empty_group'
+                then coalesce(current_state_timestamp_ms,
+                              case when state_source = 'snapshot' then unix_millis(state_since) end,
+                              commit_time_estimate_ms)
+                when group_rule is not null then commit_time_estimate_ms end as base_time_ms
     from by_group
 ),
 ruled as (
     select *,
            case when group_rule is null then 'not_eligible'
-                when expire_timestamp is not null then 'legacy_expire_timestamp'
+                when expire_timestamp_ms is not null then 'legacy_expire_timestamp'
                 else group_rule end as rule,
+           -- isOffsetExpired: now >= expireTimestampMs, else now - base >= offsetsRetentionMs in
+           -- Java longs, where a base so far in the past that now - base overflows is never expired
+           -- (try_subtract is null exactly where Java's subtraction overflows)
+           case when group_rule is null then false
+                when expire_timestamp_ms is not null then as_of_ms >= expire_timestamp_ms
+                else coalesce(try_subtract(as_of_ms, base_time_ms) >= retention_ms, false) end as expired,
+           -- the instant Kafka's check starts to hold; null when it never will
            case when group_rule is null then null
-                when expire_timestamp is not null then expire_timestamp
-                else base_time + make_dt_interval(0, 0, cast(retention_minutes as int), 0) end as expires_at
+                when expire_timestamp_ms is not null then expire_timestamp_ms
+                when try_subtract(as_of_ms, base_time_ms) is null then null
+                else try_add(base_time_ms, retention_ms) end as expires_at_ms
     from timed
 )
 select `group`, topic, `partition`, committed_offset, commit_timestamp, commit_time_estimate,
        commit_time_source, group_state, classification, rule,
        coalesce(not_eligible_reason, case when rule = 'not_eligible' then 'no rule applies' end)
            as not_eligible_reason,
-       base_time,
+       {{ lake_timestamp('base_time_ms') }} as base_time,
        -- exact when the times come from the log; from snapshots they are upper bounds
        (rule <> 'not_eligible' and (commit_time_source = 'snapshot'
-            or (group_rule = 'empty_group' and current_state_timestamp is null and state_source = 'snapshot')))
+            or (group_rule = 'empty_group' and current_state_timestamp_ms is null and state_source = 'snapshot')))
            as base_time_estimated,
-       retention_minutes, expires_at,
-       coalesce(expires_at <= timestamp {{ var("as_of") | sql_string }}, false) as expired_now,
-       round((unix_micros(expires_at) - unix_micros(timestamp {{ var("as_of") | sql_string }})) / 3600e6, 3)
-           as hours_until_expiry,
-       timestamp {{ var("as_of") | sql_string }} as evaluated_at
+       retention_minutes, {{ lake_timestamp('expires_at_ms') }} as expires_at,
+       expired as expired_now,
+       round((cast(expires_at_ms as double) - as_of_ms) / 3600e3, 3) as hours_until_expiry,
+       timestamp {{ var("as_of") | sql_string }} as evaluated_at,
+       commit_time_estimate_ms, base_time_ms, expires_at_ms
 from ruled

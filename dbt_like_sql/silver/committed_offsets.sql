@@ -25,7 +25,7 @@ joined as (
            coalesce(l.`partition`, s.`partition`) as `partition`,
            l.removed, l.committed_offset as log_offset, l.leader_epoch as log_leader_epoch,
            l.metadata as log_metadata, l.commit_timestamp, l.expire_timestamp,
-           l.record_timestamp,
+           l.commit_timestamp_ms, l.expire_timestamp_ms, l.record_timestamp,
            s.committed_offset as snapshot_offset, s.leader_epoch as snapshot_leader_epoch,
            s.metadata as snapshot_metadata, s.first_seen_at, s.committed_after,
            (select snapshot_at from latest_snapshot) as snapshot_at,
@@ -53,15 +53,20 @@ select `group`, topic, `partition`,
        case when taken_from = 'log' then log_offset else snapshot_offset end as committed_offset,
        case when taken_from = 'log' then log_leader_epoch else snapshot_leader_epoch end as leader_epoch,
        case when taken_from = 'log' then log_metadata else snapshot_metadata end as metadata,
-       -- the log's commit time also holds when the snapshot shows the same offset
-       case when taken_from = 'log' or log_offset = snapshot_offset then commit_timestamp end as commit_timestamp,
-       case when taken_from = 'log' or log_offset = snapshot_offset then expire_timestamp end as expire_timestamp,
-       coalesce(case when taken_from = 'log' or log_offset = snapshot_offset then commit_timestamp end,
-                first_seen_at) as commit_time_estimate,
-       case when taken_from = 'log' or log_offset = snapshot_offset then 'log' else 'snapshot' end
-           as commit_time_source,
+       case when times_from_log then commit_timestamp end as commit_timestamp,
+       case when times_from_log then expire_timestamp end as expire_timestamp,
+       -- not a coalesce: a log commit time outside the timestamps' range is still the commit time
+       case when times_from_log then commit_timestamp else first_seen_at end as commit_time_estimate,
+       case when times_from_log then 'log' else 'snapshot' end as commit_time_source,
        case when log_offset is not null and snapshot_offset is not null then 'both'
             when taken_from = 'log' then 'log' else 'snapshot' end as seen_in,
-       snapshot_at
-from decided
+       snapshot_at,
+       case when times_from_log then commit_timestamp_ms end as commit_timestamp_ms,
+       case when times_from_log then expire_timestamp_ms end as expire_timestamp_ms,
+       case when times_from_log then commit_timestamp_ms else unix_millis(first_seen_at) end
+           as commit_time_estimate_ms
+from (
+    -- the log's commit time also holds when the snapshot shows the same offset
+    select *, (taken_from = 'log' or log_offset = snapshot_offset) is true as times_from_log from decided
+)
 where taken_from <> 'removed'

@@ -66,6 +66,8 @@ resolved as (
            -- snapshots first saw it after that record, the log's times stand.
            case when state_source = 'log' or log_state_holds then log.current_state_timestamp
                 end as current_state_timestamp,
+           case when state_source = 'log' or log_state_holds then log.current_state_timestamp_ms
+                end as current_state_timestamp_ms,
            case when state_source = 'log' or log_state_holds then coalesce(log.current_state_timestamp, log.observed_at)
                 when state_source = 'snapshot' then coalesce(snapshot_since, snapshot_at)
                 else last_commit end as state_since,
@@ -83,5 +85,5 @@ select `group`, state,
             else 'other_protocol' end as classification,
        protocol_type, protocol, generation, leader, member_count, current_state_timestamp,
        state_since, state_source, observed_at, log_kind, log_source_partition, log_source_offset,
-       snapshot_id
+       snapshot_id, current_state_timestamp_ms
 from resolved

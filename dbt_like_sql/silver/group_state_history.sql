@@ -16,7 +16,10 @@ with classic as (
            case when tombstone then 'Dead' when member_count = 0 then 'Empty' else 'Stable' end as state,
            protocol_type, protocol, generation, leader, member_count, current_state_timestamp,
            'log' as source, 'classic' as kind, source_partition, source_offset,
-           cast(null as string) as snapshot_id
+           cast(null as string) as snapshot_id,
+           -- as Kafka stored it, also where the timestamp cannot hold it (null there)
+           coalesce(unix_millis(current_state_timestamp), current_state_timestamp_out_of_range_ms)
+               as current_state_timestamp_ms
     from {{ source('bronze', 'group_metadata_records') }}
 ),
 modern_member_records as (
@@ -60,11 +63,11 @@ modern as (
            cast(null as string) as leader, member_count,
            cast(null as timestamp) as current_state_timestamp,
            'log' as source, kind, source_partition, source_offset,
-           cast(null as string) as snapshot_id
+           cast(null as string) as snapshot_id, cast(null as bigint) as current_state_timestamp_ms
     from modern_members
     union all
     select `group`, observed_at, 'Dead', case kind when 'kip848' then 'consumer' else kind end, null, null, null,
-           0, null, 'log', kind, source_partition, source_offset, null
+           0, null, 'log', kind, source_partition, source_offset, null, null
     from modern_deleted
 ),
 snapshot_observations as (
@@ -80,7 +83,7 @@ snapshots as (
            cast(null as string) as leader, member_count,
            cast(null as timestamp) as current_state_timestamp,
            'snapshot' as source, 'snapshot' as kind, cast(null as int) as source_partition,
-           cast(null as bigint) as source_offset, snapshot_id
+           cast(null as bigint) as source_offset, snapshot_id, cast(null as bigint) as current_state_timestamp_ms
     from snapshot_observations
     where previous_state is null or previous_state <> state
 )

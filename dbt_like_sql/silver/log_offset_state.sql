@@ -27,6 +27,9 @@ select /*+ BROADCAST(l) */
        value_version,
        source_timestamp as record_timestamp,
        source_partition,
-       source_offset
+       source_offset,
+       -- the times as Kafka stored them, also where the timestamps cannot hold them (null there)
+       coalesce(unix_millis(commit_timestamp), commit_timestamp_out_of_range_ms) as commit_timestamp_ms,
+       coalesce(unix_millis(expire_timestamp), expire_timestamp_out_of_range_ms) as expire_timestamp_ms
 from records r
 left semi join latest l on l.source_partition = r.source_partition and l.source_offset = r.source_offset

@@ -73,6 +73,9 @@ def free_loopback_port() -> int:
 
 def _refuse_if_taken(port: int) -> None:
     with socket.socket() as probe:
+        # As Kafka binds its listener: connections of a broker just stopped on this port linger
+        # in TIME_WAIT for a minute, which does not stop a restart; a socket listening there does.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as error:

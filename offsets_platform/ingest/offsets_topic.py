@@ -27,6 +27,7 @@ from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.kafka.open_transactions import read_past_stable_offsets
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import RECORD_TABLES, UTC_MICROS
+from offsets_platform.lake.timestamp_range import fit_millisecond_timestamps
 from offsets_platform.settings import KafkaConnection
 
 CHECKPOINTS = "offsets_topic_checkpoints"
@@ -103,7 +104,9 @@ def ingest_offsets_topic(
         Counts of records read and rows written per table.
 
     Raises:
-        BrokerUnreachable: the cluster did not answer; nothing was written for the batch.
+        BrokerUnreachable: the cluster did not answer. Before the first batch is read (the plan,
+            the open-transaction check) nothing in the lake has changed; later, the batches
+            already checkpointed stay and a rerun resumes after them.
         IngestError: the lake holds another topic's records.
     """
     started = datetime.now(timezone.utc)
@@ -113,13 +116,16 @@ def ingest_offsets_topic(
         already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
         plan = reader.plan(resume_positions(lake, connection.offsets_topic))
         result.resumed_from, result.end_offsets = plan.start, plan.end
+        # The open transactions as of the plan (plan.end is where read_committed stops: each
+        # partition's last stable offset), read before any write: a broker lost here leaves the
+        # lake exactly as it was rather than its records ahead of its pending commits.
+        past_stable = read_past_stable_offsets(connection, plan.end)
         progress = Progress(f"ingest {connection.offsets_topic}", plan.records_behind, emit)
         for raw in reader.read(plan):
             write_batch(lake, raw, result, started, already, connection.offsets_topic, after_write)
             progress.advance(raw.num_rows)
     progress.finish()
-    # plan.end is where read_committed stops: each partition's last stable offset.
-    pending = pending_commit_rows(read_past_stable_offsets(connection, plan.end), started)
+    pending = pending_commit_rows(past_stable, started)
     lake.overwrite(PENDING, pending)
     result.pending_commits = pending.num_rows
     if pending.num_rows:
@@ -179,7 +185,9 @@ def bronze_tables(raw: pa.Table, run_id: str, ingested_at: datetime) -> dict[str
         if name == "rejected_records":  # keep the raw bytes of what could not be decoded
             table = table.append_column("key", raw["key"].take(rows))
             table = table.append_column("value", raw["value"].take(rows))
-        tables[name] = table
+        # Kafka's times are any int64 milliseconds; one outside what the lake's timestamps hold
+        # must not fail the batch's write (and every rerun after it): it lands as its milliseconds.
+        tables[name] = fit_millisecond_timestamps(table)
     return tables
 
 

@@ -26,15 +26,35 @@ def wait_until_reachable(bootstrap_servers: str, timeout_s: float = 10.0) -> Non
         BrokerUnreachable: no address accepted a connection within `timeout_s`.
     """
     deadline = time.monotonic() + timeout_s
-    last_error = "no address given"
     while True:
-        for address in filter(None, (a.strip() for a in bootstrap_servers.split(","))):
-            host, _, port = address.rpartition(":")
-            try:
-                with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=1.0):
-                    return
-            except (OSError, ValueError) as error:
-                last_error = f"{address}: {error}"
+        failure = _connection_failure(bootstrap_servers)
+        if failure is None:
+            return
         if time.monotonic() >= deadline:
-            raise BrokerUnreachable(bootstrap_servers, f"no connection within {timeout_s:.0f} s ({last_error})")
+            raise BrokerUnreachable(bootstrap_servers, f"no connection within {timeout_s:.0f} s ({failure})")
         time.sleep(0.2)
+
+
+def reachable_now(bootstrap_servers: str, step: str) -> None:
+    """Return if any bootstrap address accepts a TCP connection now: one attempt each, so a
+    refused connection fails at once (librdkafka would retry it until its own timeout).
+
+    Raises:
+        BrokerUnreachable: no address accepted a connection; the message names `step`.
+    """
+    failure = _connection_failure(bootstrap_servers)
+    if failure is not None:
+        raise BrokerUnreachable(bootstrap_servers, f"{step}: no connection ({failure})")
+
+
+def _connection_failure(bootstrap_servers: str) -> str | None:
+    """None once one address accepts a TCP connection, else why the last one did not."""
+    failure = "no address given"
+    for address in filter(None, (a.strip() for a in bootstrap_servers.split(","))):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=1.0):
+                return None
+        except (OSError, ValueError) as error:
+            failure = f"{address}: {error}"
+    return failure

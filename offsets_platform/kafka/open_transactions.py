@@ -5,6 +5,12 @@ open transaction. Kafka's coordinator never expires an offset while a transactio
 is pending, so ingest also looks at [LSO, high watermark) with read_uncommitted. Records there
 belong to open transactions or wait behind one; all are reported as possibly pending, the safe
 side for "will this offset expire".
+
+The answer is all of that range or BrokerUnreachable, never part of it: a pending commit left out
+is an offset the models would let expire while Kafka keeps it. Every Kafka call here raises that
+error, which names the address and what to check. A refused connection fails at once, and a
+broker lost while reading fails as soon as librdkafka reports every broker down, not at the end
+of the timeout.
 """
 
 from __future__ import annotations
@@ -12,43 +18,89 @@ from __future__ import annotations
 import time
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from offsets_platform.kafka.errors import BrokerUnreachable, reachable_now
 from offsets_platform.kafka.offsets_topic import RAW_SCHEMA, messages_to_arrow
 from offsets_platform.settings import KafkaConnection
+
+STEP = "the open-transaction check"
+# Client-wide errors after which waiting longer cannot give the answer: librdkafka keeps
+# retrying them (or, for fatal ones, has given up) and would only run out the timeout.
+_LOST = {KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION}
+
+
+class _Lost(Exception):
+    """The check cannot complete; the message says why."""
 
 
 def read_past_stable_offsets(connection: KafkaConnection, stable_end: dict[int, int],
                              timeout_s: float = 15.0) -> pa.Table:
-    """The records between each partition's LSO (`stable_end`) and its high watermark."""
+    """Every record between each partition's LSO (`stable_end`) and its high watermark.
+
+    Raises:
+        BrokerUnreachable: the cluster refused the connection, was lost, or did not give every
+            partition's records within `timeout_s` (all of them, for all the calls).
+    """
+    bootstrap = connection.bootstrap_servers
+    reachable_now(bootstrap, STEP)
+    deadline = time.monotonic() + timeout_s
+    client_errors: list[KafkaError] = []  # librdkafka's client-wide errors, delivered during consume()
     config = connection.confluent_config()
     config.update({"group.id": "offsets-platform-open-transactions", "enable.auto.commit": False,
-                   "isolation.level": "read_uncommitted", "enable.partition.eof": True})
-    consumer = Consumer(config)
-    topic = connection.offsets_topic
+                   "isolation.level": "read_uncommitted", "enable.partition.eof": True,
+                   "error_cb": client_errors.append})
     try:
-        ends = {}
-        for partition, lso in stable_end.items():
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
-            if high > lso:
-                ends[partition] = high
-        if not ends:
-            return RAW_SCHEMA.empty_table()
-        consumer.assign([TopicPartition(topic, p, stable_end[p]) for p in sorted(ends)])
-        tables, pending, deadline = [], set(ends), time.monotonic() + timeout_s
-        while pending and time.monotonic() < deadline:
-            messages = consumer.consume(num_messages=10_000, timeout=1.0)
-            records = []
-            for message in messages:
-                error = message.error()
-                if error is not None and error.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(message.partition())
-                elif error is None and message.offset() < ends[message.partition()]:
-                    records.append(message)
-                    if message.offset() + 1 >= ends[message.partition()]:
-                        pending.discard(message.partition())
-            if records:
-                tables.append(messages_to_arrow(records))
-        return pa.concat_tables(tables) if tables else RAW_SCHEMA.empty_table()
+        consumer = Consumer(config)
+    except KafkaException as error:
+        raise BrokerUnreachable(bootstrap, f"{STEP}: no client ({error})") from error
+    try:
+        return _read(consumer, connection.offsets_topic, stable_end, deadline, client_errors, timeout_s)
+    except KafkaException as error:
+        raise BrokerUnreachable(bootstrap, f"{STEP}: {error}") from error
+    except _Lost as lost:
+        raise BrokerUnreachable(bootstrap, f"{STEP}: {lost}") from None
     finally:
-        consumer.close()
+        try:
+            consumer.close()
+        except KafkaException:
+            pass  # the answer, or the error being raised, is complete without a clean close
+
+
+def _read(consumer: Consumer, topic: str, stable_end: dict[int, int], deadline: float,
+          client_errors: list[KafkaError], timeout_s: float) -> pa.Table:
+    ends = {}
+    for partition, lso in stable_end.items():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Lost(f"no high watermarks of {topic} within {timeout_s:.0f} s")
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=remaining)
+        if high > lso:
+            ends[partition] = high
+    if not ends:
+        return RAW_SCHEMA.empty_table()
+    consumer.assign([TopicPartition(topic, p, stable_end[p]) for p in sorted(ends)])
+    tables, pending = [], set(ends)
+    while pending:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Lost(f"{len(pending)} of {len(ends)} partitions of {topic} were not read up to their "
+                        f"high watermark within {timeout_s:.0f} s")
+        messages = consumer.consume(num_messages=10_000, timeout=min(1.0, remaining))
+        lost = [error for error in client_errors if error.code() in _LOST or error.fatal()]
+        if lost:
+            raise _Lost(str(lost[0]))
+        records = []
+        for message in messages:
+            error = message.error()
+            if error is not None and error.code() == KafkaError._PARTITION_EOF:
+                pending.discard(message.partition())
+            elif error is not None:
+                raise _Lost(f"partition {message.partition()} of {topic}: {error}")
+            elif message.offset() < ends[message.partition()]:
+                records.append(message)
+                if message.offset() + 1 >= ends[message.partition()]:
+                    pending.discard(message.partition())
+        if records:
+            tables.append(messages_to_arrow(records))
+    return pa.concat_tables(tables) if tables else RAW_SCHEMA.empty_table()

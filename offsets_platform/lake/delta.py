@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from deltalake import DeltaTable, Field, QueryBuilder, write_deltalake
 
 from offsets_platform.lake.tables import TableSpec, table_spec
 
@@ -86,6 +86,7 @@ class Lake:
         """The table to write to, created empty with its registered schema first if need be."""
         table = self._opened(name)
         if table is not None:
+            _add_new_nullable_columns(table, table_spec(name))  # a table written by an older version
             return table
         spec = table_spec(name)
         path = self.path(name)
@@ -208,6 +209,25 @@ def _empty_stand_in(spec: TableSpec) -> DeltaTable:
             path = Path(_STAND_INS_FOLDER.name) / str(len(_STAND_INS))
             _STAND_INS[key] = DeltaTable.create(str(path), schema=spec.schema, name=spec.name)
         return _STAND_INS[key]
+
+
+def _add_new_nullable_columns(table: DeltaTable, spec: TableSpec) -> None:
+    """Give a table written before its spec gained nullable columns those columns, in one Delta
+    commit that touches no data file: its existing rows read them as null. Only that change is
+    made here; any other difference from the spec still fails the next write."""
+    present = {field.name for field in table.schema().fields}
+    missing = [field for field in spec.schema if field.name not in present and field.nullable]
+    if not missing:
+        return
+    try:
+        table.alter.add_columns([Field.from_arrow(field) for field in missing])
+    except Exception:
+        # another process may have added them first; anything else is raised below
+        table.update_incremental()
+        present = {field.name for field in table.schema().fields}
+        if any(field.name not in present for field in missing):
+            raise
+    table.update_incremental()
 
 
 def conform(data: pa.Table, spec: TableSpec) -> pa.Table:

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from offsets_platform.codec import schemas as codec_schemas
-
-UTC_MICROS = pa.timestamp("us", tz="UTC")
+from offsets_platform.lake.timestamp_range import UTC_MICROS, out_of_range_column
 
 
 @dataclass(frozen=True)
@@ -39,9 +38,14 @@ SOURCE_FIELDS = [
 
 
 def _bronze_schema(decoded: pa.Schema, extra: list[pa.Field] | None = None) -> pa.Schema:
-    """Source fields + the codec's decoded fields (without its batch-local `row`) + extras."""
+    """Source fields + the codec's decoded fields (without its batch-local `row`) + extras, then
+    for each time Kafka stored (the record's timestamp, the decoded timestamps) the column that
+    keeps its milliseconds when they are outside the years 1-9999 (lake.timestamp_range).
+    Those come last: a table created before them gains them as appended columns."""
     fields = [_micros(f) for f in decoded if f.name != "row"]
-    return pa.schema(SOURCE_FIELDS + fields + (extra or []))
+    kafka_times = ["source_timestamp"] + [f.name for f in decoded if pa.types.is_timestamp(f.type)]
+    out_of_range = [pa.field(out_of_range_column(name), pa.int64()) for name in kafka_times]
+    return pa.schema(SOURCE_FIELDS + fields + (extra or []) + out_of_range)
 
 
 def _micros(field: pa.Field) -> pa.Field:

@@ -5,6 +5,8 @@ the runner registers. `{{ source('bronze', 't', new_only=true) }}` is, in an inc
 only the rows appended to `t` since the model last ran (the whole table otherwise).
 `{{ ref('m', at_last_run=true) }}`, allowed only in an incremental run, is model `m`'s table as
 this model saw it in its last run: the state of `m` before the rows that are new now.
+`{{ lake_timestamp('expires_at_ms') }}` is the timestamp of a column of Kafka's milliseconds, null
+outside the years 1-9999 that the lake's timestamps hold (offsets_platform.lake.timestamp_range).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import jinja2
 
 from offsets_platform.lake.sql_literals import spark_string
+from offsets_platform.lake.timestamp_range import lake_timestamp_sql
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
 _ENV.filters["sql_string"] = spark_string
@@ -86,7 +89,7 @@ class RenderContext:
         try:
             return _ENV.from_string(sql).render(
                 ref=self.ref, source=self.source, var=self.var, this=this_view(self.model),
-                is_incremental=lambda: self.incremental)
+                is_incremental=lambda: self.incremental, lake_timestamp=lake_timestamp_sql)
         except RenderError:
             raise
         except jinja2.TemplateError as error:

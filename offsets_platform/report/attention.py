@@ -15,12 +15,14 @@ DEFAULT_WITHIN_HOURS = 24
 
 
 def expiring_soon(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
-    """Committed offsets Kafka will expire within `within_hours` (or already due), soonest first."""
+    """Committed offsets Kafka will expire within `within_hours` (or already due), soonest first.
+    hours_until_expiry rather than expires_at decides: Kafka may expire an offset at a time the
+    timestamps cannot show (outside the years 1-9999, expires_at null)."""
     offsets = read_table(lake, "expirable_offsets", ["group", "topic", "partition", "rule", "group_state",
                                                      "committed_offset", "expires_at", "hours_until_expiry",
                                                      "expired_now"])
-    soon = offsets[offsets["expires_at"].notna() & (offsets["hours_until_expiry"] <= within_hours)]
-    return _rows(soon.sort_values(["expires_at", "group", "topic", "partition"]))
+    soon = offsets[offsets["hours_until_expiry"].notna() & (offsets["hours_until_expiry"] <= within_hours)]
+    return _rows(soon.sort_values(["hours_until_expiry", "group", "topic", "partition"]))
 
 
 def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:

@@ -172,16 +172,22 @@ def retention_figure(lake: Lake) -> go.Figure:
 
 def expiration_calendar_figure(lake: Lake) -> go.Figure:
     """Offsets with an expires_at, counted per UTC day and rule (offsets past due included, on the
-    day they became due). Offsets whose rule is `not_eligible` have no expires_at: not shown."""
+    day they became due). Offsets whose rule is `not_eligible` have no expires_at: not shown; nor
+    are those Kafka expires at a time outside the years 1-9999 (a client chose the retention),
+    which the numbers still count."""
     numbers = {"offsets_that_expire": 0, "already_due": 0, "within_24h": 0, "not_eligible": 0}
-    offsets = read_table(lake, "expirable_offsets", ["rule", "expires_at", "expired_now", "hours_until_expiry"])
-    numbers["not_eligible"] = int(offsets["expires_at"].isna().sum())
-    expiring = offsets.dropna(subset=["expires_at"])
+    offsets = read_table(lake, "expirable_offsets", ["rule", "expires_at", "expired_now", "hours_until_expiry",
+                                                     "expires_at_ms"])
+    numbers["not_eligible"] = int((offsets["rule"] == "not_eligible").sum())
+    expiring = offsets.dropna(subset=["expires_at_ms"])
     if expiring.empty:
         return no_data_figure(EXPIRATION_TITLE, numbers)
     due = expiring["expired_now"].astype(bool)
     numbers.update(offsets_that_expire=len(expiring), already_due=int(due.sum()),
                    within_24h=int((~due & (expiring["hours_until_expiry"] <= 24)).sum()))
+    expiring = expiring.dropna(subset=["expires_at"])
+    if expiring.empty:
+        return no_data_figure(EXPIRATION_TITLE, numbers)
     expiring = expiring.assign(day=expiring["expires_at"].dt.floor("D"))
     calendar = expiring.groupby(["day", "rule"], as_index=False).size().rename(columns={"size": "offsets"})
     figure = go.Figure()

@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 
 from offsets_platform.lake import TABLES, Lake, MissingTable, table_spec
 from offsets_platform.lake.tables import RECORD_TABLES
@@ -131,3 +131,28 @@ def test_spark_reads_an_empty_table_with_its_columns(lake, spark):
     assert frame.count() == 0
     assert frame.columns == TABLES["offset_commit_records"].schema.names
     assert not lake.root.exists(), "a table no write created reads empty and stays uncreated"
+
+
+def test_a_table_written_before_its_spec_gained_nullable_columns_gains_them(lake, spark):
+    # offset_commit_records as lakes held it before the *_out_of_range_ms columns existed
+    spec = table_spec("offset_commit_records")
+    added = [name for name in spec.schema.names if name.endswith("_out_of_range_ms")]
+    assert added == ["source_timestamp_out_of_range_ms", "commit_timestamp_out_of_range_ms",
+                     "expire_timestamp_out_of_range_ms"]
+    older = pa.schema([field for field in spec.schema if field.name not in added])
+    path = str(lake.path("offset_commit_records"))
+    DeltaTable.create(path, schema=older)
+    old_row = {name: None for name in older.names} | {
+        "source_partition": 0, "source_offset": 1, "ingest_run_id": "old", "ingested_at": datetime(2026, 1, 1),
+        "commit_timestamp": datetime(2026, 1, 1)}
+    write_deltalake(path, pa.Table.from_pylist([old_row], schema=older), mode="append")
+
+    new_row = {**old_row, "source_offset": 2, "ingest_run_id": "new", "commit_timestamp": None,
+               "commit_timestamp_out_of_range_ms": -(2**63)}
+    lake.append("offset_commit_records", pa.Table.from_pylist([new_row], schema=spec.schema))
+
+    rows = lake.read_arrow("offset_commit_records").sort_by("source_offset").to_pylist()
+    assert [(r["ingest_run_id"], r["commit_timestamp_out_of_range_ms"]) for r in rows] == [
+        ("old", None), ("new", -(2**63))]
+    read_by_spark = lake.spark_read(spark, "offset_commit_records").orderBy("source_offset").collect()
+    assert [r["commit_timestamp_out_of_range_ms"] for r in read_by_spark] == [None, -(2**63)]

@@ -14,12 +14,31 @@ import pyarrow as pa
 
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import table_spec
+from offsets_platform.lake.timestamp_range import LAKE_TIMESTAMP_MAX_MS, LAKE_TIMESTAMP_MIN_MS, out_of_range_column
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def at(days: float = 0, hours: float = 0, minutes: float = 0, seconds: float = 0) -> datetime:
     return T0 + timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+
+
+def ms(moment: datetime) -> int:
+    """Epoch milliseconds of a moment, as Kafka stores times."""
+    return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+def kafka_times(**millis: int | None) -> dict:
+    """Bronze fields for times Kafka stored (column name -> epoch ms, any int64), as ingest lands
+    them: the timestamp, or null and the milliseconds in `<column>_out_of_range_ms`."""
+    fields = {}
+    for name, value in millis.items():
+        if value is not None and not LAKE_TIMESTAMP_MIN_MS <= value <= LAKE_TIMESTAMP_MAX_MS:
+            fields.update({name: None, out_of_range_column(name): value})
+        else:
+            fields[name] = None if value is None else EPOCH + timedelta(milliseconds=value)
+    return fields
 
 
 class BronzeBuilder:
@@ -41,20 +60,37 @@ class BronzeBuilder:
                   tombstone=False, value_version=1 if expire_at else 3, offset=offset, leader_epoch=-1,
                   metadata="", commit_timestamp=committed_at, expire_timestamp=expire_at)
 
+    def commit_ms(self, group: str, topic: str, partition: int, offset: int, commit_ms: int,
+                  expire_ms: int | None = None, written_at: datetime | None = None,
+                  record_ms: int | None = None) -> None:
+        """A commit whose times are given as Kafka stores them (epoch ms, any int64): the commit
+        and legacy expire timestamps, and the record's timestamp (`record_ms`, default
+        `written_at`, default the commit time if the timestamps can hold it, else T0)."""
+        record_ms = record_ms if record_ms is not None else ms(written_at) if written_at else (
+            commit_ms if LAKE_TIMESTAMP_MIN_MS <= commit_ms <= LAKE_TIMESTAMP_MAX_MS else ms(T0))
+        row = self._log("offset_commit_records", T0, group=group, topic=topic, partition=partition,
+                        tombstone=False, value_version=3 if expire_ms is None else 1, offset=offset,
+                        leader_epoch=-1, metadata="")
+        row.update(kafka_times(source_timestamp=record_ms, commit_timestamp=commit_ms, expire_timestamp=expire_ms))
+
     def offset_tombstone(self, group: str, topic: str, partition: int, written_at: datetime) -> None:
         self._log("offset_commit_records", written_at, group=group, topic=topic, partition=partition,
                   tombstone=True)
 
     def group_record(self, group: str, written_at: datetime, members: dict[str, list[str] | None] | None = None,
                      protocol_type: str = "consumer", current_state_at: datetime | None = None,
-                     generation: int = 1) -> None:
-        """A classic group record; `members` maps member id to subscribed topics (None: opaque)."""
+                     generation: int = 1, current_state_ms: int | None = None) -> None:
+        """A classic group record; `members` maps member id to subscribed topics (None: opaque).
+        `current_state_ms` gives its current state time as Kafka stores it (any int64)."""
         members = members or {}
+        has_state_time = current_state_at is not None or current_state_ms is not None
         row = self._log("group_metadata_records", written_at, key_version=2, group=group, tombstone=False,
-                        value_version=3 if current_state_at else 1, protocol_type=protocol_type,
+                        value_version=3 if has_state_time else 1, protocol_type=protocol_type,
                         generation=generation, protocol="range" if members else None,
                         leader=next(iter(members), None), current_state_timestamp=current_state_at,
                         member_count=len(members))
+        if current_state_ms is not None:
+            row.update(kafka_times(current_state_timestamp=current_state_ms))
         for index, (member_id, topics) in enumerate(members.items()):
             self.rows["group_metadata_members"].append({
                 **{k: row[k] for k in ("source_partition", "source_offset", "source_timestamp", "ingest_run_id",
