@@ -54,6 +54,7 @@ SPARK_CONNECT_PORT ?= 15002
 # instead of each starting a JVM; the server stops when the UI does.
 ui: $(INSTALLED)  ## the Dagster UI and daemon on http://127.0.0.1:$(UI_PORT), with a Spark Connect server; runs persist in .offsets_platform/dagster
 	mkdir -p .offsets_platform/dagster
+	test -f .offsets_platform/dagster/dagster.yaml || cp assets/dagster.yaml .offsets_platform/dagster/dagster.yaml
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/offsets-platform spark-server --port $(SPARK_CONNECT_PORT) & server=$$!; \
 	trap 'kill $$server 2>/dev/null; wait $$server' EXIT; \
 	DAGSTER_HOME="$(CURDIR)/.offsets_platform/dagster" SPARK_LOCAL_IP=127.0.0.1 \

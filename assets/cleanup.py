@@ -2,6 +2,12 @@
 
 Approve and apply are jobs, not assets: a person starts them from the launchpad with a plan id
 (approve also with their name), and each leaves its trace in the cleanup tables.
+
+The plan asset and both ops are in the concurrency pool "cleanup". With the instance's pool limit
+(`concurrency: pools: default_limit: 1`, see assets/dagster.yaml, which `make ui` installs) Dagster
+runs one of them at a time across all runs and shows the others as waiting for the pool. The
+lake's own leases (offsets_platform.lake.lease) still guard runs outside Dagster and instances
+without that limit.
 """
 
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
@@ -18,6 +24,8 @@ from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, build_plan, save_plan
 
+# Dagster's concurrency pool of the plan asset and the approve and apply ops
+CLEANUP_POOL = "cleanup"
 
 # Written by the approve and apply jobs (and the CLI), not materialized: declared so that the
 # graph shows them and coordinator_metrics' dependency on the audit.
@@ -36,6 +44,7 @@ class PlanConfig(Config):
     description="Proposes OffsetDelete for stale offsets and DeleteGroups for idle Empty groups; a person approves.",
     deps=["expirable_offsets", "group_state", "group_subscriptions", "consumer_lag", "committed_offsets"],
     kinds={"delta"},
+    pool=CLEANUP_POOL,
 )
 def cleanup_plan(context: AssetExecutionContext, config: PlanConfig, lake: LakeResource) -> MaterializeResult:
     the_lake = lake.lake()
@@ -63,7 +72,7 @@ class ApproveConfig(Config):
     action_ids: List[str] = Field(default=[], description="approve only these actions; empty = the whole plan")
 
 
-@op(description="Record a person's approval of a cleanup plan (or of some of its actions).")
+@op(description="Record a person's approval of a cleanup plan (or of some of its actions).", pool=CLEANUP_POOL)
 def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeResource) -> None:
     approval = approve(lake.lake(), config.plan_id, config.approved_by, action_ids=config.action_ids or None,
                        comment=config.comment)
@@ -76,7 +85,8 @@ class ApplyConfig(Config):
     requested_by: Optional[str] = None
 
 
-@op(description="Apply the approved actions of a plan (OffsetDelete, DeleteGroups), re-checking each group first.")
+@op(description="Apply the approved actions of a plan (OffsetDelete, DeleteGroups), re-checking each group first.",
+    pool=CLEANUP_POOL)
 def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka: KafkaResource,
                         lake: LakeResource) -> None:
     result = apply_plan(lake.lake(), kafka.connection(), config.plan_id, dry_run=config.dry_run,

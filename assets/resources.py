@@ -3,22 +3,49 @@
 Fields left empty fall back, at run time, to `OFFSETS_PLATFORM_*` environment variables
 (offsets_platform.settings) and then to the defaults; nothing is read at import time. An empty
 bootstrap address means the embedded broker, which the resource starts for the run and stops
-after it. Secrets (the SASL password) are never logged or put in asset metadata.
+after it. Secrets (the SASL password) are never logged or put in asset metadata, and are accepted
+only as the name of an environment variable: Dagster stores every run's config in its run history,
+so a password typed into the launchpad would be kept there in plain text.
 """
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack, contextmanager
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Iterator, Optional
 
-from dagster import ConfigurableResource, InitResourceContext
-from pydantic import Field, PrivateAttr
+from dagster import Config, ConfigurableResource, EnvVar, InitResourceContext
+from pydantic import Field, PrivateAttr, field_validator
 
 from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
 from offsets_platform.settings import KafkaConnection, Settings
+
+
+class PlainTextSecret(Exception):
+    """A secret was given as its value instead of the name of an environment variable.
+
+    Not a ValueError: pydantic would wrap that in a ValidationError that repeats the input,
+    i.e. print the password it refuses."""
+
+
+class SecretFromEnv(Config):
+    """A secret kept in an environment variable of the run's process; only the name is in config."""
+
+    env: str = Field(description="the name of the environment variable that holds the secret")
+
+    def value(self, field_name: str) -> str:
+        value = os.environ.get(self.env)
+        if not value:
+            raise SecretNotSet(f"kafka resource: {field_name} names the environment variable {self.env}, "
+                               "which is not set in the run's process")
+        return value
+
+
+class SecretNotSet(RuntimeError):
+    """The environment variable a secret field names is not set where the run executes."""
 
 
 class KafkaResource(ConfigurableResource):
@@ -28,7 +55,9 @@ class KafkaResource(ConfigurableResource):
     security_protocol: str = Field(default="", description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
     sasl_mechanism: Optional[str] = None
     sasl_username: Optional[str] = None
-    sasl_password: Optional[str] = Field(default=None, description="use EnvVar(...); never shown")
+    sasl_password: Optional[SecretFromEnv] = Field(default=None, description=(
+        "only as an environment variable, never as text (Dagster keeps every run's config in its history): "
+        "{env: NAME} in the launchpad, EnvVar(\"NAME\") in code; empty = $OFFSETS_PLATFORM_SASL_PASSWORD"))
     ssl_cafile: Optional[str] = None
     ssl_certfile: Optional[str] = None
     ssl_keyfile: Optional[str] = None
@@ -36,6 +65,18 @@ class KafkaResource(ConfigurableResource):
                                "or __consumer_offsets (another name: a regular topic of the same layout, a mirror)")
 
     _connection: Optional[KafkaConnection] = PrivateAttr(default=None)
+
+    @field_validator("sasl_password", mode="before")
+    @classmethod
+    def _only_from_the_environment(cls, value):
+        if isinstance(value, EnvVar):  # EnvVar("NAME") in code; in run config it arrives as {"env": NAME}
+            return SecretFromEnv(env=value.env_var_name)
+        if isinstance(value, str):
+            raise PlainTextSecret('kafka resource: sasl_password was given as text; give the name of an environment '
+                                  'variable that holds it instead: EnvVar("NAME") in code, {env: NAME} in the '
+                                  "launchpad. Dagster stores every run's config, so the password would be kept in "
+                                  "its run history.")
+        return value
 
     @contextmanager
     def yield_for_execution(self, context: InitResourceContext) -> Iterator["KafkaResource"]:
@@ -52,8 +93,15 @@ class KafkaResource(ConfigurableResource):
 
     def _merge(self, from_env: KafkaConnection) -> KafkaConnection:
         """This resource's fields where set, the environment's settings elsewhere."""
-        return KafkaConnection(**{field.name: getattr(self, field.name) or getattr(from_env, field.name)
-                                  for field in fields(KafkaConnection)})
+        merged = KafkaConnection(**{field.name: getattr(self, field.name) or getattr(from_env, field.name)
+                                    for field in fields(KafkaConnection) if field.name != "sasl_password"})
+        return replace(merged, sasl_password=self._password() or from_env.sasl_password)
+
+    def _password(self) -> Optional[str]:
+        secret = self.sasl_password
+        if isinstance(secret, EnvVar):  # outside a run Dagster keeps the EnvVar given in code
+            secret = SecretFromEnv(env=secret.env_var_name)
+        return secret.value("sasl_password") if secret else None
 
     def connection(self) -> KafkaConnection:
         """The resolved connection (inside a run)."""

@@ -6,33 +6,42 @@ read again (the describe API of the group's type: DescribeGroups, ConsumerGroupD
 StreamsGroupDescribe or ShareGroupDescribe; then OffsetFetch), and an action whose facts changed
 is skipped with the reason: the group gained members (of any kind: a KIP-848 group is never read
 as Dead because DescribeGroups does not know it), a member subscribes to the topic again, or the
-group committed again. OffsetDelete goes per group, DeleteGroups in batches per coordinator; every partition and
-group outcome is appended to `cleanup_audit` as soon as it is known, with Kafka's error name.
+group committed again. OffsetDelete goes per group, DeleteGroups in batches per coordinator.
+
+Each request is audited before it is sent (an intent) and after (Kafka's answer, per partition or
+group, with Kafka's error name); an apply first settles the intents an interrupted apply of the
+plan left without an answer (audit.py, reconcile.py). One apply at a time runs on a lake: it holds
+the lake's "cleanup-apply" lease (offsets_platform.lake.lease) from reading the audit to its last
+row, so two applies never both see an action as not done and send it twice.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Callable
-
-import pyarrow as pa
 
 from offsets_platform.cleanup import kafka_calls
 from offsets_platform.cleanup.approvals import AUDIT, approved_actions
+from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction, PlanError, load_plan, offset_key
+from offsets_platform.cleanup.reconcile import reconcile_intents
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.lake import Lake
+from offsets_platform.lake.lease import hold_lease
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.settings import KafkaConnection, os_user
+
+APPLY_LEASE = "cleanup-apply"
+# how long an apply waits for another one on the same lake before giving up with the holder's name
+DEFAULT_LEASE_WAIT_S = 30.0
 
 
 @dataclass
 class ApplyResult:
     plan_id: str
     dry_run: bool
-    outcomes: list[dict] = field(default_factory=list)  # the audit rows written
+    outcomes: list[dict] = field(default_factory=list)  # the audit rows written, but the intents ('sending')
 
     def count(self, outcome: str) -> int:
         return sum(1 for row in self.outcomes if row["outcome"] == outcome)
@@ -51,94 +60,91 @@ def done_actions(lake: Lake, plan_id: str) -> set[str]:
 
 def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run: bool = False,
                requested_by: str | None = None, now: datetime | None = None,
-               emit: Callable[[str], None] = print, timeout_s: float = 15.0) -> ApplyResult:
-    """Apply (or with `dry_run`, only show and audit) the plan's approved, not yet done actions.
+               emit: Callable[[str], None] = print, timeout_s: float = 15.0,
+               lease_wait_s: float = DEFAULT_LEASE_WAIT_S) -> ApplyResult:
+    """Apply (or with `dry_run`, only show and audit) the plan's approved, not yet done actions,
+    after settling the intents an interrupted apply of the plan left without an answer.
 
     Raises:
         PlanError: the plan is unknown, expired, or has no approved action.
+        LeaseBusy: another apply on this lake ran for longer than `lease_wait_s`.
         BrokerUnreachable: the cluster did not answer.
     """
     plan = load_plan(lake, plan_id)
-    if plan.expired(now):
-        raise PlanError(f"plan {plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M} UTC; build a new plan")
-    approved = approved_actions(lake, plan)
-    if not approved:
-        raise PlanError(f"plan {plan_id} has no approved action; approve it first")
-    done = done_actions(lake, plan_id)
-    todo = [a for a in plan.actions if a.action_id in approved and a.action_id not in done]
-    audit = _Audit(lake, plan_id, connection.bootstrap_servers, requested_by or os_user(), dry_run)
-    emit(f"plan {plan_id}: {len(todo)} approved actions to {'show' if dry_run else 'apply'}"
-         f" ({len(done)} already done, {len(plan.actions) - len(approved)} not approved)")
-    with open_admin(connection, timeout_s, timeout_s) as admin:
-        by_group: dict[str, list[PlannedAction]] = {}
-        for action in todo:
-            by_group.setdefault(action.group, []).append(action)
-        groups_to_delete = []
-        for group, actions in by_group.items():
-            live = kafka_calls.live_group(admin, group)
-            ready = [a for a in actions if not audit.skip_if_changed(a, live)]
-            offsets = [a for a in ready if a.action == OFFSET_DELETE]
-            if offsets:
-                _delete_offsets(admin, group, offsets, audit, emit)
-            groups_to_delete += [a for a in ready if a.action == DELETE_GROUPS]
-        if groups_to_delete:
-            _delete_groups(admin, groups_to_delete, audit, emit)
-    return ApplyResult(plan_id, dry_run, audit.rows)
+    audit = PlanAudit(lake, plan_id, connection.bootstrap_servers, requested_by or os_user())
+    with hold_lease(lake.root, APPLY_LEASE, f"apply of plan {plan_id}", wait_s=lease_wait_s, emit=emit):
+        # Settled even for an expired plan: the audit must say what its last apply did.
+        unresolved = audit.unresolved_intents()
+        if unresolved and dry_run:
+            emit(f"plan {plan_id}: {len(unresolved)} deletions of an interrupted apply have no recorded outcome; "
+                 "an apply (not a dry run) asks the broker what happened first")
+        elif unresolved:
+            emit(f"plan {plan_id}: {len(unresolved)} deletions of an interrupted apply have no recorded outcome; "
+                 "asking the broker what happened")
+            with open_admin(connection, timeout_s, timeout_s) as admin:
+                reconcile_intents(admin, plan, audit, unresolved, emit)
+        if plan.expired(now):
+            raise PlanError(f"plan {plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M} UTC; build a new plan")
+        approved = approved_actions(lake, plan)
+        if not approved:
+            raise PlanError(f"plan {plan_id} has no approved action; approve it first")
+        done = done_actions(lake, plan_id)
+        todo = [a for a in plan.actions if a.action_id in approved and a.action_id not in done]
+        emit(f"plan {plan_id}: {len(todo)} approved actions to {'show' if dry_run else 'apply'}"
+             f" ({len(done)} already done, {len(plan.actions) - len(approved)} not approved)")
+        with open_admin(connection, timeout_s, timeout_s) as admin:
+            by_group: dict[str, list[PlannedAction]] = {}
+            for action in todo:
+                by_group.setdefault(action.group, []).append(action)
+            groups_to_delete = []
+            for group, actions in by_group.items():
+                live = kafka_calls.live_group(admin, group)
+                ready = [a for a in actions if not _skip_if_changed(audit, a, live)]
+                offsets = [a for a in ready if a.action == OFFSET_DELETE]
+                if offsets:
+                    _delete_offsets(admin, group, offsets, audit, dry_run, emit)
+                groups_to_delete += [a for a in ready if a.action == DELETE_GROUPS]
+            if groups_to_delete:
+                _delete_groups(admin, groups_to_delete, audit, dry_run, emit)
+    return ApplyResult(plan_id, dry_run, [row for row in audit.rows if row["outcome"] != SENDING])
 
 
-def _delete_offsets(admin, group: str, actions: list[PlannedAction], audit: "_Audit", emit) -> None:
+def _delete_offsets(admin, group: str, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool, emit) -> None:
     partitions = [(a.topic, a.partition) for a in actions]
-    if audit.dry_run:
+    if dry_run:
         emit(f"  would send OffsetDelete group={group} partitions={partitions}")
-        audit.record_all(actions, "dry_run", None, "OffsetDelete not sent (dry run)")
+        audit.record(actions, DRY_RUN, None, "OffsetDelete not sent (dry run)")
         return
     by_partition = {(a.topic, a.partition): a for a in actions}
+    intents = audit.intents(actions, f"OffsetDelete of {len(actions)} partitions of {group}")
     # a group-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) comes back on every partition
-    for outcome in kafka_calls.delete_offsets(admin, group, partitions):
-        action = by_partition[(outcome.topic, outcome.partition)]
-        audit.record(action, "failed" if outcome.error else "deleted", outcome.error, outcome.message)
-        emit(f"  {action.describe()}: {outcome.error or 'Successful'}")
+    answered = [(by_partition[(o.topic, o.partition)], FAILED if o.error else DELETED, o.error, o.message)
+                for o in kafka_calls.delete_offsets(admin, group, partitions)]
+    audit.outcomes(answered, intents)
+    for action, _, error, _ in answered:
+        emit(f"  {action.describe()}: {error or 'Successful'}")
 
 
-def _delete_groups(admin, actions: list[PlannedAction], audit: "_Audit", emit) -> None:
-    if audit.dry_run:
+def _delete_groups(admin, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool, emit) -> None:
+    if dry_run:
         emit(f"  would send DeleteGroups groups={[a.group for a in actions]}")
-        audit.record_all(actions, "dry_run", None, "DeleteGroups not sent (dry run)")
+        audit.record(actions, DRY_RUN, None, "DeleteGroups not sent (dry run)")
         return
     by_group = {a.group: a for a in actions}
-    for outcome in kafka_calls.delete_groups(admin, list(by_group)):
-        action = by_group[outcome.group]
-        audit.record(action, "failed" if outcome.error else "deleted", outcome.error, outcome.message)
-        emit(f"  {action.describe()}: {outcome.error or 'Successful'}")
+    intents = audit.intents(actions, f"DeleteGroups of {len(actions)} groups")
+    answered = [(by_group[o.group], FAILED if o.error else DELETED, o.error, o.message)
+                for o in kafka_calls.delete_groups(admin, list(by_group))]
+    audit.outcomes(answered, intents)
+    for action, _, error, _ in answered:
+        emit(f"  {action.describe()}: {error or 'Successful'}")
 
 
-class _Audit:
-    """Appends each outcome to cleanup_audit as soon as it is known."""
-
-    def __init__(self, lake: Lake, plan_id: str, bootstrap_servers: str, requested_by: str, dry_run: bool):
-        self.lake, self.plan_id, self.dry_run = lake, plan_id, dry_run
-        self.bootstrap_servers, self.requested_by = bootstrap_servers, requested_by
-        self.rows: list[dict] = []
-
-    def skip_if_changed(self, action: PlannedAction, live) -> bool:
-        """Skip (and audit why) an action whose facts no longer hold on the live cluster."""
-        reason = changed_facts(action, live)
-        if reason:
-            self.record(action, "skipped", None, reason)
-        return reason is not None
-
-    def record(self, action: PlannedAction, outcome: str, error: str | None, detail: str | None) -> None:
-        self.record_all([action], outcome, error, detail)
-
-    def record_all(self, actions: list[PlannedAction], outcome: str, error: str | None, detail: str | None) -> None:
-        now = datetime.now(timezone.utc)
-        rows = [{"audit_id": uuid.uuid4().hex, "plan_id": self.plan_id, "action_id": a.action_id,
-                 "origin": "plan", "action": a.action, "group": a.group, "topic": a.topic,
-                 "partition": a.partition, "outcome": outcome, "error": error, "detail": detail,
-                 "bootstrap_servers": self.bootstrap_servers, "requested_by": self.requested_by, "at": now}
-                for a in actions]
-        self.lake.append(AUDIT, pa.Table.from_pylist(rows))
-        self.rows += rows
+def _skip_if_changed(audit: PlanAudit, action: PlannedAction, live) -> bool:
+    """Skip (and audit why) an action whose facts no longer hold on the live cluster."""
+    reason = changed_facts(action, live)
+    if reason:
+        audit.record([action], SKIPPED, None, reason)
+    return reason is not None
 
 
 def changed_facts(action: PlannedAction, live) -> str | None:

@@ -16,9 +16,12 @@ import pyarrow as pa
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS, cleanup_candidates
 from offsets_platform.lake import Lake
+from offsets_platform.lake.lease import hold_lease
 from offsets_platform.lake.sql_literals import lake_string
 
 PLANS = "cleanup_plans"
+PLANS_LEASE = "cleanup-plans"
+PLANS_LEASE_WAIT_S = 30.0  # a holder keeps it for the milliseconds of one check and one append
 OFFSET_DELETE = "OffsetDelete"
 DELETE_GROUPS = "DeleteGroups"
 DEFAULT_VALID_HOURS = 24
@@ -103,8 +106,22 @@ def check_safe(actions: list[PlannedAction], groups: dict[str, dict], subscripti
             raise PlanError(f"unsafe: {action.describe()}: the group has {members} members")
 
 
-def save_plan(lake: Lake, plan: CleanupPlan) -> None:
-    """Append the plan's actions (a plan with no action is not stored: nothing to approve)."""
+def save_plan(lake: Lake, plan: CleanupPlan, *, lease_wait_s: float = PLANS_LEASE_WAIT_S) -> None:
+    """Append the plan's actions once (a plan with no action is not stored: nothing to approve).
+
+    The check that the plan is not stored yet and the append run under the lake's
+    "cleanup-plans" lease (offsets_platform.lake.lease): two runs saving the same plan at once
+    would otherwise both find it missing and store it twice.
+
+    Raises:
+        PlanError: the plan is already stored.
+        LeaseBusy: another run kept the lease for longer than `lease_wait_s`.
+    """
+    with hold_lease(lake.root, PLANS_LEASE, f"saving plan {plan.plan_id}", wait_s=lease_wait_s):
+        _append_new_plan(lake, plan)
+
+
+def _append_new_plan(lake: Lake, plan: CleanupPlan) -> None:
     if not plan.actions:
         return
     if lake.query(f"select count(*) as n from {PLANS} where plan_id = {lake_string(plan.plan_id)}",

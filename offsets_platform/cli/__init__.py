@@ -16,6 +16,7 @@ from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.ingest.offsets_topic import IngestError
 from offsets_platform.broker.embedded import DEFAULT_HEAP_MB, BrokerStartFailed, PortInUse
 from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.lake.lease import LeaseBusy
 from offsets_platform.broker.jvm import KafkaNotInstalled
 from offsets_platform.lake import MissingTable
 from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError, serve_spark_connect
@@ -164,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
-    except (BrokerStartFailed, BrokerUnreachable, IngestError, KafkaNotInstalled, MissingTable, PlanError,
-            PortInUse, SparkConnectError) as error:
+    except (BrokerStartFailed, BrokerUnreachable, IngestError, KafkaNotInstalled, LeaseBusy, MissingTable,
+            PlanError, PortInUse, SparkConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

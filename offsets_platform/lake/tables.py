@@ -277,14 +277,20 @@ _SPECS += [
         pa.field("group", pa.string(), nullable=False),
         pa.field("topic", pa.string()),
         pa.field("partition", pa.int32()),
-        pa.field("outcome", pa.string(), nullable=False),  # 'deleted', 'failed', 'skipped' or 'dry_run'
+        # 'sending' (an apply's intent, written before the request goes out), then 'deleted' or
+        # 'failed' (Kafka's answer), or 'interrupted' (the apply stopped before the answer was
+        # recorded and the broker still holds the offset or group); 'skipped' or 'dry_run' (not sent)
+        pa.field("outcome", pa.string(), nullable=False),
         pa.field("error", pa.string()),  # Kafka's error name, e.g. GROUP_SUBSCRIBED_TO_TOPIC
-        pa.field("detail", pa.string()),  # why skipped, or the error message
+        pa.field("detail", pa.string()),  # why skipped, the error message, or how an outcome was reconciled
         pa.field("bootstrap_servers", pa.string(), nullable=False),
         pa.field("requested_by", pa.string(), nullable=False),
         pa.field("at", UTC_MICROS, nullable=False),
+        # on the outcome of an apply's request: the audit_id of its 'sending' row; null otherwise
+        pa.field("intent_id", pa.string()),
     ]), keys=("audit_id",),
-        description="One row per partition or group outcome of every OffsetDelete and DeleteGroups sent."),
+        description="One row per partition or group of every OffsetDelete and DeleteGroups: an apply's intent "
+                    "before it sends, then the outcome."),
 ]
 
 SNAPSHOT_TABLES = ("group_snapshots", "group_member_snapshots", "committed_offset_snapshots",

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, DagsterInstance
+from dagster import AssetKey, DagsterInstance, EnvVar
 
 from assets.definitions import defs
 from offsets_platform.codec import encode
@@ -82,9 +82,11 @@ def test_resource_fields_override_the_environment_field_by_field(monkeypatch):
 
     monkeypatch.setenv("OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", "from-env:9092")
     monkeypatch.setenv("OFFSETS_PLATFORM_SASL_USERNAME", "env-user")
-    connection = KafkaResource(sasl_mechanism="PLAIN", sasl_password="pw").connection()
+    monkeypatch.setenv("KAFKA_PASSWORD", "pw")
+    connection = KafkaResource(sasl_mechanism="PLAIN", sasl_password=EnvVar("KAFKA_PASSWORD")).connection()
     assert (connection.bootstrap_servers, connection.sasl_mechanism, connection.sasl_username) == (
         "from-env:9092", "PLAIN", "env-user")
+    assert connection.sasl_password == "pw"
     assert connection.security_protocol == "PLAINTEXT"
 
 

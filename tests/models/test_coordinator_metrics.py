@@ -85,7 +85,7 @@ def test_deletions_the_project_performed_are_known_from_the_audit(spark, tmp_pat
     b.write(lake)
     audit = [{"audit_id": name, "plan_id": None, "action_id": None, "origin": "cli", "action": "OffsetDelete",
               "group": "solo", "topic": "t", "partition": partition, "outcome": "deleted", "error": None,
-              "detail": None, "bootstrap_servers": "b:9092", "requested_by": "ops", "at": when}
+              "detail": None, "bootstrap_servers": "b:9092", "requested_by": "ops", "at": when, "intent_id": None}
              for name, partition, when in (("a1", 0, at(hours=3, minutes=1)), ("a2", 7, at(hours=5)))]
     lake.append("cleanup_audit", pa.Table.from_pylist(audit))
     run_models(spark, lake, at(days=1), offsets_retention_minutes_fallback=60, metrics_bucket_minutes=1440)

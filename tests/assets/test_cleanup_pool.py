@@ -1,0 +1,30 @@
+"""The cleanup jobs run one at a time in Dagster: their ops and the plan asset are in the pool
+"cleanup", and the instance settings the project ships limit every pool to one at a time."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance
+
+from assets.cleanup import CLEANUP_POOL
+from assets.definitions import defs
+
+pytestmark = pytest.mark.fast  # make test-fast
+
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "dagster.yaml"
+
+
+def test_the_plan_asset_and_the_approve_and_apply_ops_are_in_the_cleanup_pool():
+    assert CLEANUP_POOL == "cleanup"
+    for job in ("apply_cleanup", "approve_cleanup"):
+        assert {node.definition.pool for node in defs.resolve_job_def(job).graph.nodes} == {CLEANUP_POOL}, job
+    assert defs.resolve_assets_def("cleanup_plans").op.pool == CLEANUP_POOL
+
+
+def test_the_shipped_instance_settings_let_one_cleanup_step_run_at_a_time(tmp_path):
+    shutil.copy(SHIPPED, tmp_path / "dagster.yaml")
+    with DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.get_concurrency_config().pool_config.default_pool_limit == 1
+        info = instance.event_log_storage.get_concurrency_info(CLEANUP_POOL)
+        assert (info.limit, info.using_default_limit) == (1, True)
