@@ -65,8 +65,18 @@ def kip848(bootstrap):
         by_regex.close()
 
 
+def stable_live_group(admin, group: str, timeout_s: float = 60.0):
+    """live_group once the coordinator reports the group Stable: under load it can still be
+    reconciling its members' assignments when the clients already see theirs."""
+    deadline = time.monotonic() + timeout_s
+    while (live := live_group(admin, group)).state != "Stable":
+        assert time.monotonic() < deadline, f"{group} is {live.state} after {timeout_s} s"
+        time.sleep(0.5)
+    return live
+
+
 def test_live_group_of_a_kip848_group_has_its_type_state_members_and_subscriptions(kip848, admin):
-    live = live_group(admin, GROUP)
+    live = stable_live_group(admin, GROUP)
 
     assert (live.group_type, live.state, live.member_count, live.exists) == ("consumer", "Stable", 2, True)
     by_regex = [m for m in live.members if m.subscribed_topic_regex]

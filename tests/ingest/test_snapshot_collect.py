@@ -168,6 +168,13 @@ def test_a_kip848_group_has_its_type_state_and_members_with_their_subscriptions(
             assert time.monotonic() < deadline, [m.assignment() for m in members]
             for member in members:
                 member.poll(0.1)
+        # Under load the coordinator can still be reconciling when the clients see their
+        # assignments: snapshot once it reports the group Stable.
+        while by(take_snapshot(connection, groups=["kip848-app"], topics=[]).rows("group_snapshots"),
+                 "group")["kip848-app"]["state"] != "Stable":
+            assert time.monotonic() < deadline, "kip848-app became Stable"
+            for member in members:
+                member.poll(0.5)
         listed = take_snapshot(connection, topics=[])  # types from ListGroups
         asked = take_snapshot(connection, groups=["kip848-app"], topics=[])  # types found by asking
     finally:
