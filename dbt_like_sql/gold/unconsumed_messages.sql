@@ -1,7 +1,11 @@
 -- KIP-490 facts: each time a partition's log start offset moved past a watched group's committed
 -- offset between two snapshots, the messages in [max(previous log start, committed), new log
 -- start) were deleted (retention or DeleteRecords) before the group consumed them. Only topics
--- with cleanup.policy=delete.
+-- with cleanup.policy=delete. Kafka moves a partition's log start when retention deletes old
+-- segments or DeleteRecords asks (UnifiedLog.deleteOldSegments, maybeIncrementLogStartOffset),
+-- and a fetch below it fails with OFFSET_OUT_OF_RANGE (UnifiedLog.read, checkLogStartOffset), so
+-- a committed offset below the new log start marks messages the group can no longer read. Kafka
+-- keeps no count of them (KIP-490 proposed one).
 --
 -- When between the two snapshots the log start moved is not known, so neither is the committed
 -- offset in force at that moment: it is one of the offsets the group held during the interval
