@@ -1,4 +1,9 @@
-"""Bronze assets: `__consumer_offsets` into Delta, incrementally."""
+"""Bronze assets: `__consumer_offsets` into Delta, incrementally.
+
+The ingest asset is in the concurrency pool "ingest": with the instance's pool limit (see
+assets/dagster.yaml) a scheduled run that overlaps another shows as waiting for the pool. The
+lake's "ingest" lease (offsets_platform.ingest.offsets_topic) still guards runs outside Dagster.
+"""
 
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
 from dagster import AssetExecutionContext, MaterializeResult, multi_asset
@@ -9,10 +14,11 @@ from offsets_platform.ingest.offsets_topic import CHECKPOINTS, PENDING, ingest_o
 from offsets_platform.lake.tables import RECORD_TABLES
 
 BRONZE_OFFSETS_TABLES = RECORD_TABLES + (CHECKPOINTS, PENDING)
+INGEST_POOL = "ingest"  # Dagster's concurrency pool of the ingest asset
 
 
 @multi_asset(specs=[table_asset_spec(name, "bronze", {"kafka"}) for name in BRONZE_OFFSETS_TABLES],
-             can_subset=False)
+             can_subset=False, pool=INGEST_POOL)
 def offsets_topic_bronze(context: AssetExecutionContext, kafka: KafkaResource, lake: LakeResource):
     """Read `__consumer_offsets` (or the configured topic of its layout) from where bronze stops to
     its end, decode, append to bronze."""

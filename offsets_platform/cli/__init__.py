@@ -13,7 +13,7 @@ from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.cli.args import cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cleanup.plans import PlanError
-from offsets_platform.ingest.offsets_topic import IngestError
+from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S, IngestError
 from offsets_platform.broker.embedded import DEFAULT_HEAP_MB, BrokerStartFailed, PortInUse
 from offsets_platform.kafka.errors import BrokerUnreachable
 from offsets_platform.lake.lease import LeaseBusy
@@ -34,7 +34,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     if args.offsets_topic:
         connection = replace(connection, offsets_topic=args.offsets_topic)
     print(f"ingesting {connection.offsets_topic} from {connection.describe()} into {lake.root}")
-    result = ingest_offsets_topic(connection, lake)
+    result = ingest_offsets_topic(connection, lake, lease_wait_s=args.wait)
     print(f"read {result.records_read:,} records, rejected {result.rejected:,}, in {result.seconds:.1f} s")
     for line in bronze_summary(lake):
         print("  " + line)
@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     ingest.add_argument("--home", help="folder holding the lake")
     ingest.add_argument("--offsets-topic", help="read this topic instead of __consumer_offsets: a regular topic "
                         "of the same layout (a mirror, or generated history); default $OFFSETS_PLATFORM_OFFSETS_TOPIC")
+    ingest.add_argument("--wait", type=float, default=DEFAULT_LEASE_WAIT_S, metavar="SECONDS",
+                        help="how long to wait while another ingest of the same lake runs, then give up "
+                        f"(default {DEFAULT_LEASE_WAIT_S:.0f}; 0: do not wait)")
     ingest.set_defaults(run=_ingest)
 
     snapshot = commands.add_parser("snapshot", help="append an admin-API snapshot of a cluster to the lake")

@@ -8,6 +8,10 @@ recorded in `offsets_topic_checkpoints`. A run resumes after the last checkpoint
 between a table's commit and the checkpoint left that table ahead of the checkpoint; before
 writing, each table's rows at or below its own highest (partition, offset) are dropped, so a
 rerun adds exactly what is missing: no duplicate, no gap.
+
+One ingest at a time per lake: a run holds the lake's "ingest" lease (offsets_platform.lake.lease)
+from reading its resume positions to its last write. Two runs that both read the positions before
+either wrote would each append the same records (a schedule overlapping a manual run does that).
 """
 
 from __future__ import annotations
@@ -26,12 +30,17 @@ from offsets_platform.ingest.progress import Progress
 from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.kafka.open_transactions import read_past_stable_offsets
 from offsets_platform.lake import Lake
+from offsets_platform.lake.lease import hold_lease
 from offsets_platform.lake.tables import RECORD_TABLES, UTC_MICROS
 from offsets_platform.lake.timestamp_range import fit_millisecond_timestamps
 from offsets_platform.settings import KafkaConnection
 
 CHECKPOINTS = "offsets_topic_checkpoints"
 PENDING = "pending_offset_commits"
+INGEST_LEASE = "ingest"
+# A run that finds another ingest of the lake under way waits this long for it, then gives up with
+# a message naming it; a scheduled run overlapping a long manual catch-up then fails, not duplicates.
+DEFAULT_LEASE_WAIT_S = 600.0
 
 
 class IngestError(RuntimeError):
@@ -88,6 +97,7 @@ def ingest_offsets_topic(
     batch_records: int = 250_000,
     emit: Callable[[str], None] = print,
     after_write: Callable[[str], None] | None = None,
+    lease_wait_s: float = DEFAULT_LEASE_WAIT_S,
 ) -> IngestResult:
     """Read `__consumer_offsets` from where bronze stops up to its current end, into bronze.
 
@@ -99,6 +109,7 @@ def ingest_offsets_topic(
         emit: where progress lines go.
         after_write: called with a table name after each Delta commit (tests use it to stop a
             run at an exact point).
+        lease_wait_s: how long to wait while another ingest of this lake runs.
 
     Returns:
         Counts of records read and rows written per table.
@@ -108,25 +119,28 @@ def ingest_offsets_topic(
             the open-transaction check) nothing in the lake has changed; later, the batches
             already checkpointed stay and a rerun resumes after them.
         IngestError: the lake holds another topic's records.
+        LeaseBusy: another ingest of this lake ran for longer than `lease_wait_s`.
     """
     started = datetime.now(timezone.utc)
     result = IngestResult(run_id=f"{started:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}")
+    purpose = f"ingest of {connection.offsets_topic} from {connection.bootstrap_servers}"
     with OffsetsTopicReader(connection, batch_records=batch_records) as reader:
         reader.connect()  # a down broker must not leave even empty tables behind
-        already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
-        plan = reader.plan(resume_positions(lake, connection.offsets_topic))
-        result.resumed_from, result.end_offsets = plan.start, plan.end
-        # The open transactions as of the plan (plan.end is where read_committed stops: each
-        # partition's last stable offset), read before any write: a broker lost here leaves the
-        # lake exactly as it was rather than its records ahead of its pending commits.
-        past_stable = read_past_stable_offsets(connection, plan.end)
-        progress = Progress(f"ingest {connection.offsets_topic}", plan.records_behind, emit)
-        for raw in reader.read(plan):
-            write_batch(lake, raw, result, started, already, connection.offsets_topic, after_write)
-            progress.advance(raw.num_rows)
-    progress.finish()
-    pending = pending_commit_rows(past_stable, started)
-    lake.overwrite(PENDING, pending)
+        with hold_lease(lake.root, INGEST_LEASE, purpose, wait_s=lease_wait_s, emit=emit):
+            already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
+            plan = reader.plan(resume_positions(lake, connection.offsets_topic))
+            result.resumed_from, result.end_offsets = plan.start, plan.end
+            # The open transactions as of the plan (plan.end is where read_committed stops: each
+            # partition's last stable offset), read before any write: a broker lost here leaves the
+            # lake exactly as it was rather than its records ahead of its pending commits.
+            past_stable = read_past_stable_offsets(connection, plan.end)
+            progress = Progress(f"ingest {connection.offsets_topic}", plan.records_behind, emit)
+            for raw in reader.read(plan):
+                write_batch(lake, raw, result, started, already, connection.offsets_topic, after_write)
+                progress.advance(raw.num_rows)
+            progress.finish()
+            pending = pending_commit_rows(past_stable, started)
+            lake.overwrite(PENDING, pending)
     result.pending_commits = pending.num_rows
     if pending.num_rows:
         emit(f"{pending.num_rows:,} offset commits are in transactions still open (kept in {PENDING})")

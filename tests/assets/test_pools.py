@@ -1,5 +1,6 @@
-"""The cleanup jobs run one at a time in Dagster: their ops and the plan asset are in the pool
-"cleanup", and the instance settings the project ships limit every pool to one at a time."""
+"""Ingest and the cleanup steps run one at a time in Dagster: the ingest asset is in the pool
+"ingest", the cleanup ops and the plan asset in the pool "cleanup", and the instance settings the
+project ships limit every pool to one at a time."""
 
 import shutil
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
+from assets.bronze import INGEST_POOL
 from assets.cleanup import CLEANUP_POOL
 from assets.definitions import defs
 
@@ -22,9 +24,15 @@ def test_the_plan_asset_and_the_approve_and_apply_ops_are_in_the_cleanup_pool():
     assert defs.resolve_assets_def("cleanup_plans").op.pool == CLEANUP_POOL
 
 
-def test_the_shipped_instance_settings_let_one_cleanup_step_run_at_a_time(tmp_path):
+def test_the_ingest_asset_is_in_the_ingest_pool():
+    assert INGEST_POOL == "ingest"
+    assert defs.resolve_assets_def("offset_commit_records").op.pool == INGEST_POOL
+
+
+def test_the_shipped_instance_settings_let_one_step_of_each_pool_run_at_a_time(tmp_path):
     shutil.copy(SHIPPED, tmp_path / "dagster.yaml")
     with DagsterInstance.from_config(str(tmp_path)) as instance:
         assert instance.get_concurrency_config().pool_config.default_pool_limit == 1
-        info = instance.event_log_storage.get_concurrency_info(CLEANUP_POOL)
-        assert (info.limit, info.using_default_limit) == (1, True)
+        for pool in (INGEST_POOL, CLEANUP_POOL):
+            info = instance.event_log_storage.get_concurrency_info(pool)
+            assert (info.limit, info.using_default_limit) == (1, True), pool
