@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pyarrow as pa
 
 from offsets_platform.lake import Lake, table_spec
+from offsets_platform.lake.lease import hold_lease
 from offsets_platform.lake.spark import query_arrow
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.models.project import Model, ModelProject, default_project, register_model_tables_of
@@ -52,6 +53,9 @@ INPUTS = "inputs"  # the model_runs row whose version is a fingerprint of everyt
 # model_runs gains a file per model run and an incremental model's table one per merge, and every
 # read opens them all (model_runs is read once per model run): past this many, they are compacted.
 COMPACT_AT_FILES = 50
+# A refresh that finds another one running a model waits this long for it (a full refresh of a
+# large lake runs a model for minutes), then gives up naming it.
+DEFAULT_LEASE_WAIT_S = 600.0
 
 # Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows.
 # Kept per session rather than per runner because runners over different lakes may share one.
@@ -100,7 +104,8 @@ class ModelRunner:
 
     def __init__(self, spark: "SparkSession", lake: Lake, project: ModelProject | None = None,
                  variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print,
-                 workers: int = 2, compact_at_files: int = COMPACT_AT_FILES):
+                 workers: int = 2, compact_at_files: int = COMPACT_AT_FILES,
+                 lease_wait_s: float = DEFAULT_LEASE_WAIT_S):
         self.spark = spark
         self.lake = lake
         self.project = project or default_project()
@@ -108,6 +113,7 @@ class ModelRunner:
         self.emit = emit
         self.workers = workers  # models run_all runs at the same time
         self.compact_at_files = compact_at_files
+        self.lease_wait_s = lease_wait_s
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
         self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
         register_model_tables_of(self.project)
@@ -148,8 +154,24 @@ class ModelRunner:
         return run
 
     def run(self, name: str, full_refresh: bool = False) -> ModelRun:
-        started = time.monotonic()
+        """Run one model, unless its inputs are as at its last run.
+
+        Holds the lake's lease of the model from reading its last run to recording this one: two
+        refreshes of one lake at once (a schedule overlapping a manual run) would otherwise both
+        read the same last run and both merge the same new rows. The second waits, then finds the
+        model unchanged.
+
+        Raises:
+            ModelRunError: the model's SQL failed or its result does not match its columns.
+            LeaseBusy: another refresh kept running this model for longer than `lease_wait_s`.
+        """
         model = self.project.model(name)
+        with hold_lease(self.lake.root, f"model-{model.name}", f"refresh of model {model.name}",
+                        wait_s=self.lease_wait_s, emit=self.emit):
+            return self._run_model(model, full_refresh)
+
+    def _run_model(self, model: Model, full_refresh: bool) -> ModelRun:
+        started = time.monotonic()
         source_versions = {table: self._source_version(table) for _, table in model.sources}
         # each ref's table version as this run sees it (model tables change only in runs; -1: not written yet)
         ref_versions = {ref: self.lake.version(ref) for ref in model.refs}
