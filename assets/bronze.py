@@ -10,10 +10,11 @@ from dagster import AssetExecutionContext, MaterializeResult, multi_asset
 
 from assets.resources import KafkaResource, LakeResource
 from assets.table_specs import table_asset_spec, table_metadata
+from offsets_platform.ingest.log_check import IDENTITY
 from offsets_platform.ingest.offsets_topic import CHECKPOINTS, PENDING, ingest_offsets_topic
 from offsets_platform.lake.tables import RECORD_TABLES
 
-BRONZE_OFFSETS_TABLES = RECORD_TABLES + (CHECKPOINTS, PENDING)
+BRONZE_OFFSETS_TABLES = RECORD_TABLES + (CHECKPOINTS, PENDING, IDENTITY)
 INGEST_POOL = "ingest"  # Dagster's concurrency pool of the ingest asset
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.cli.args import cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
+from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cleanup.plans import PlanError
+from offsets_platform.ingest.log_check import LogMismatch
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S, IngestError
 from offsets_platform.broker.embedded import DEFAULT_HEAP_MB, BrokerStartFailed, PortInUse
 from offsets_platform.kafka.errors import BrokerUnreachable
@@ -34,7 +36,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     if args.offsets_topic:
         connection = replace(connection, offsets_topic=args.offsets_topic)
     print(f"ingesting {connection.offsets_topic} from {connection.describe()} into {lake.root}")
-    result = ingest_offsets_topic(connection, lake, lease_wait_s=args.wait)
+    result = ingest_offsets_topic(connection, lake, lease_wait_s=args.wait, accept_gap=args.accept_gap)
     print(f"read {result.records_read:,} records, rejected {result.rejected:,}, in {result.seconds:.1f} s")
     for line in bronze_summary(lake):
         print("  " + line)
@@ -131,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ingest.add_argument("--wait", type=float, default=DEFAULT_LEASE_WAIT_S, metavar="SECONDS",
                         help="how long to wait while another ingest of the same lake runs, then give up "
                         f"(default {DEFAULT_LEASE_WAIT_S:.0f}; 0: do not wait)")
+    ingest.add_argument("--accept-gap", action="store_true",
+                        help="where records were deleted before ingest read them, read on from the log start "
+                        "and record how many were skipped, instead of stopping")
     ingest.set_defaults(run=_ingest)
 
     snapshot = commands.add_parser("snapshot", help="append an admin-API snapshot of a cluster to the lake")
@@ -164,11 +169,12 @@ def main(argv: list[str] | None = None) -> int:
 
     add_plan_commands(commands)
     add_direct_commands(commands)
+    add_rebase_command(commands)
 
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
-    except (BrokerStartFailed, BrokerUnreachable, IngestError, KafkaNotInstalled, LeaseBusy, MissingTable,
+    except (BrokerStartFailed, BrokerUnreachable, IngestError, KafkaNotInstalled, LeaseBusy, LogMismatch, MissingTable,
             PlanError, PortInUse, SparkConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

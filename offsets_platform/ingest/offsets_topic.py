@@ -9,6 +9,9 @@ between a table's commit and the checkpoint left that table ahead of the checkpo
 writing, each table's rows at or below its own highest (partition, offset) are dropped, so a
 rerun adds exactly what is missing: no duplicate, no gap.
 
+Before reading, ingest makes sure the log is the one the lake holds (offsets_platform.ingest.
+log_check): the same cluster id and topic id, and every saved position inside the log.
+
 One ingest at a time per lake: a run holds the lake's "ingest" lease (offsets_platform.lake.lease)
 from reading its resume positions to its last write. Two runs that both read the positions before
 either wrote would each append the same records (a schedule overlapping a manual run does that).
@@ -26,7 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_platform.codec import decode_batch
+from offsets_platform.ingest.log_check import IDENTITY, Gap, check_identity, check_positions, identity_row
 from offsets_platform.ingest.progress import Progress
+from offsets_platform.kafka.log_identity import read_log_identity
 from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.kafka.open_transactions import read_past_stable_offsets
 from offsets_platform.lake import Lake
@@ -98,6 +103,7 @@ def ingest_offsets_topic(
     emit: Callable[[str], None] = print,
     after_write: Callable[[str], None] | None = None,
     lease_wait_s: float = DEFAULT_LEASE_WAIT_S,
+    accept_gap: bool = False,
 ) -> IngestResult:
     """Read `__consumer_offsets` from where bronze stops up to its current end, into bronze.
 
@@ -110,6 +116,8 @@ def ingest_offsets_topic(
         after_write: called with a table name after each Delta commit (tests use it to stop a
             run at an exact point).
         lease_wait_s: how long to wait while another ingest of this lake runs.
+        accept_gap: where records were deleted before ingest read them, read on from the log
+            start (the checkpoints record how many were skipped) instead of stopping.
 
     Returns:
         Counts of records read and rows written per table.
@@ -119,6 +127,8 @@ def ingest_offsets_topic(
             the open-transaction check) nothing in the lake has changed; later, the batches
             already checkpointed stay and a rerun resumes after them.
         IngestError: the lake holds another topic's records.
+        LogMismatch: the log is not the one the lake holds, or is shorter than what it read, or
+            (unless `accept_gap`) lost records ingest had not read; nothing was written.
         LeaseBusy: another ingest of this lake ran for longer than `lease_wait_s`.
     """
     started = datetime.now(timezone.utc)
@@ -126,9 +136,22 @@ def ingest_offsets_topic(
     purpose = f"ingest of {connection.offsets_topic} from {connection.bootstrap_servers}"
     with OffsetsTopicReader(connection, batch_records=batch_records) as reader:
         reader.connect()  # a down broker must not leave even empty tables behind
+        identity = read_log_identity(connection)
         with hold_lease(lake.root, INGEST_LEASE, purpose, wait_s=lease_wait_s, emit=emit):
+            topic, address = connection.offsets_topic, connection.bootstrap_servers
+            positions = resume_positions(lake, topic)
+            recorded = check_identity(lake, topic, address, identity)
+            plan = reader.plan(positions)
+            gaps = check_positions(lake, topic, address, positions, plan, accept_gap)
+            if recorded is None:
+                lake.append(IDENTITY, identity_row(identity, topic, result.run_id))
+                if positions:  # a lake written before identities were recorded
+                    emit(f"recorded the log this lake reads: {identity.describe()}")
+            if gaps:
+                lake.append(CHECKPOINTS, gap_checkpoint_rows(gaps, result.run_id, topic))
+                emit(f"skipped {sum(gap.records for gap in gaps):,} records of {topic} deleted before ingest "
+                     f"read them, in {len(gaps)} partitions (recorded in {CHECKPOINTS}.skipped_records)")
             already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
-            plan = reader.plan(resume_positions(lake, connection.offsets_topic))
             result.resumed_from, result.end_offsets = plan.start, plan.end
             # The open transactions as of the plan (plan.end is where read_committed stops: each
             # partition's last stable offset), read before any write: a broker lost here leaves the
@@ -228,6 +251,21 @@ def checkpoint_rows(raw: pa.Table, run_id: str, topic: str) -> pa.Table:
         "next_offset": pc.add(grouped["source_offset_max"], 1),
         "record_count": grouped["source_offset_count"],
         "checkpointed_at": pa.repeat(pa.scalar(datetime.now(timezone.utc), UTC_MICROS), count),
+        "skipped_records": pa.nulls(count, pa.int64()),
+    })
+
+
+def gap_checkpoint_rows(gaps: list[Gap], run_id: str, topic: str) -> pa.Table:
+    """One row per partition whose deleted records ingest was told to skip: it resumes at the log start."""
+    count = len(gaps)
+    return pa.table({
+        "ingest_run_id": pa.repeat(pa.scalar(run_id, pa.string()), count),
+        "source_topic": pa.repeat(pa.scalar(topic, pa.string()), count),
+        "source_partition": pa.array([gap.partition for gap in gaps], pa.int32()),
+        "next_offset": pa.array([gap.log_start for gap in gaps], pa.int64()),
+        "record_count": pa.repeat(pa.scalar(0, pa.int64()), count),
+        "checkpointed_at": pa.repeat(pa.scalar(datetime.now(timezone.utc), UTC_MICROS), count),
+        "skipped_records": pa.array([gap.records for gap in gaps], pa.int64()),
     })
 
 

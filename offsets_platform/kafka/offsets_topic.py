@@ -30,10 +30,12 @@ RAW_SCHEMA = pa.schema(
 
 @dataclass(frozen=True)
 class ReadPlan:
-    """Where a read starts and stops: partition -> next offset to read, and the end to reach."""
+    """Where a read starts and stops: partition -> next offset to read, and the end to reach;
+    and where each partition's log starts."""
 
     start: dict[int, int]
     end: dict[int, int]
+    log_start: dict[int, int]
 
     @property
     def records_behind(self) -> int:
@@ -85,7 +87,8 @@ class OffsetsTopicReader:
         return self._consumer
 
     def plan(self, start: dict[int, int]) -> ReadPlan:
-        """Positions to read from (given, else the log start) and the current ends.
+        """Positions to read from (given, else the log start; never below the log start) and
+        the current ends.
 
         Raises:
             BrokerUnreachable: no metadata or offsets within the timeout.
@@ -97,14 +100,15 @@ class OffsetsTopicReader:
             if topic is None or topic.error is not None:
                 raise BrokerUnreachable(self.connection.bootstrap_servers,
                                         f"topic {self.topic} is not readable ({topic.error if topic else 'missing'})")
-            plan_start, plan_end = {}, {}
+            plan_start, plan_end, log_start = {}, {}, {}
             for partition in sorted(topic.partitions):
                 low, high = self._watermarks(consumer, partition)
                 plan_start[partition] = max(start.get(partition, low), low)
                 plan_end[partition] = high
+                log_start[partition] = low
         except KafkaException as error:
             raise BrokerUnreachable(self.connection.bootstrap_servers, str(error)) from error
-        return ReadPlan(plan_start, plan_end)
+        return ReadPlan(plan_start, plan_end, log_start)
 
     def _watermarks(self, consumer: Consumer, partition: int) -> tuple[int, int]:
         """A partition's log start and end (its last stable offset, as read_committed reads).

@@ -116,11 +116,30 @@ _SPECS = [
                 pa.field("next_offset", pa.int64(), nullable=False),
                 pa.field("record_count", pa.int64(), nullable=False),
                 pa.field("checkpointed_at", UTC_MICROS, nullable=False),
+                # set on the row of an ingest told to accept that the log start had moved past
+                # its position: how many records were deleted before ingest read them
+                pa.field("skipped_records", pa.int64()),
             ]
         ),
         keys=("ingest_run_id", "source_partition", "next_offset"),
         description="One row per ingest batch and partition: every record of source_topic below "
-        "next_offset is in bronze.",
+        "next_offset is in bronze, except the skipped_records an ingest was told to skip.",
+    ),
+    TableSpec(
+        name="offsets_topic_identity",
+        layer="bronze",
+        schema=pa.schema(
+            [
+                pa.field("source_topic", pa.string(), nullable=False),
+                pa.field("cluster_id", pa.string(), nullable=False),
+                pa.field("topic_id", pa.string(), nullable=False),
+                pa.field("ingest_run_id", pa.string(), nullable=False),
+                pa.field("recorded_at", UTC_MICROS, nullable=False),
+            ]
+        ),
+        keys=("source_topic",),
+        description="The log the bronze records come from: its cluster's id and its topic's id, "
+        "recorded by the first ingest and checked by every later one.",
     ),
 ]
 

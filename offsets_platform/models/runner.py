@@ -63,6 +63,11 @@ _VIEWS: "weakref.WeakKeyDictionary[SparkSession, dict[str, str]]" = weakref.Weak
 _VIEWS_LOCK = threading.Lock()
 
 
+def model_lease(model: str) -> str:
+    """The name of the lake lease a refresh holds while it runs `model`."""
+    return f"model-{model}"
+
+
 class ModelRunError(RuntimeError):
     """A model's SQL failed or its result does not match its declared columns."""
 
@@ -166,7 +171,7 @@ class ModelRunner:
             LeaseBusy: another refresh kept running this model for longer than `lease_wait_s`.
         """
         model = self.project.model(name)
-        with hold_lease(self.lake.root, f"model-{model.name}", f"refresh of model {model.name}",
+        with hold_lease(self.lake.root, model_lease(model.name), f"refresh of model {model.name}",
                         wait_s=self.lease_wait_s, emit=self.emit):
             return self._run_model(model, full_refresh)
 

@@ -25,6 +25,7 @@ def checkpoint_rows(run_id, partitions, next_offsets):
         "next_offset": pa.array(next_offsets, pa.int64()),
         "record_count": pa.array([1] * len(partitions), pa.int64()),
         "checkpointed_at": pa.array([now] * len(partitions), pa.timestamp("us", tz="UTC")),
+        "skipped_records": pa.nulls(len(partitions), pa.int64()),
     })
 
 
