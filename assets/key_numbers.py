@@ -2,19 +2,20 @@
 
 One function per model, each returning the metadata to add to that model's materialization:
 plain numbers (Dagster plots numeric metadata across materializations) and a Markdown table where
-a person would rather look than read. The tables are read with delta-rs's SQL engine
-(`Lake.query`), after the model has written them; `group` and `partition` are quoted.
+a person would rather look than read. The numbers come from offsets_platform.attention, which the
+command line, the report and the notebooks read too, so the UI shows the same answers.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from datetime import datetime
 from typing import Callable, Sequence
 
 from dagster import MetadataValue
 
+from offsets_platform import attention
 from offsets_platform.lake import Lake
-from offsets_platform.lake.sql_literals import lake_string
 
 # Rows shown in a Markdown table; the rest are counted in a last line.
 MAX_ROWS = 20
@@ -34,72 +35,59 @@ def key_numbers(lake: Lake, model: str) -> dict:
 
 def group_state_numbers(lake: Lake) -> dict:
     """Groups by state, and by kind of group within each state."""
-    columns = ", ".join(f"sum(case when classification = {lake_string(value)} then 1 else 0 end) as {value}"
-                        for value, _ in _CLASSIFICATIONS)
-    rows = lake.query(f"select state, count(*) as groups, {columns} from group_state group by state "
-                      "order by groups desc, state", "group_state").to_pylist()
-    by_state = {row["state"]: row["groups"] for row in rows}
+    by_state: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in attention.groups_by_state(lake):
+        by_state[row["state"]][row["classification"]] += row["groups"]
+    totals = {state: sum(kinds.values()) for state, kinds in by_state.items()}
+    states = sorted(by_state, key=lambda state: (-totals[state], state))
     table = markdown_table(["state", "groups", *(label for _, label in _CLASSIFICATIONS)],
-                           [[row["state"], row["groups"], *(row[value] for value, _ in _CLASSIFICATIONS)]
-                            for row in rows],
+                           [[state, totals[state], *(by_state[state][value] for value, _ in _CLASSIFICATIONS)]
+                            for state in states],
                            empty="No groups known.")
     return {
-        "groups": sum(by_state.values()),
-        "groups_stable": by_state.get("Stable", 0),
-        "groups_empty": by_state.get("Empty", 0),
-        "groups_dead": by_state.get("Dead", 0),
+        "groups": sum(totals.values()),
+        "groups_stable": totals.get("Stable", 0),
+        "groups_empty": totals.get("Empty", 0),
+        "groups_dead": totals.get("Dead", 0),
         "groups_by_state": MetadataValue.md(table),
     }
 
 
 def expirable_offsets_numbers(lake: Lake) -> dict:
-    """Committed offsets that Kafka's rules expire within 24 hours of the run, by group and topic."""
-    (totals,) = lake.query("""
-        select count(*) as offsets,
-               coalesce(sum(case when rule <> 'not_eligible' then 1 else 0 end), 0) as eligible,
-               coalesce(sum(case when expired_now then 1 else 0 end), 0) as expired_now,
-               coalesce(sum(case when not expired_now and hours_until_expiry <= 24 then 1 else 0 end), 0) as within_24h,
-               max(evaluated_at) as evaluated_at
-        from expirable_offsets""", "expirable_offsets").to_pylist()
-    rows = lake.query("""
-        select "group", topic, rule, count(*) as partitions, min(expires_at) as first_expires_at,
-               min(hours_until_expiry) as hours_left
-        from expirable_offsets
-        where not expired_now and hours_until_expiry <= 24
-        group by "group", topic, rule
-        order by first_expires_at, "group", topic""", "expirable_offsets").to_pylist()
-    table = markdown_table(["group", "topic", "rule", "partitions", "first expires at", "hours left"],
-                           [[r["group"], r["topic"], r["rule"], r["partitions"], _time(r["first_expires_at"]),
-                             f"{r['hours_left']:.1f}"] for r in rows],
-                           empty="No committed offset expires within 24 h"
-                                 + (f" of {_time(totals['evaluated_at'])}." if totals["evaluated_at"] else "."))
+    """Committed offsets Kafka expires within 24 hours of the run (or already due), by group and topic."""
+    hours = attention.DEFAULT_WITHIN_HOURS
+    by_rule = attention.expiration_by_rule(lake, hours)
+    soon: dict[tuple, dict] = {}
+    for row in attention.expiring_soon(lake, hours):
+        entry = soon.setdefault((row["group"], row["topic"], row["rule"]),
+                                {"partitions": 0, "due_now": 0, "first": row["expires_at"],
+                                 "hours_left": row["hours_until_expiry"]})
+        entry["partitions"] += 1
+        entry["due_now"] += row["expired_now"]
+    table = markdown_table(["group", "topic", "rule", "partitions", "of them due now", "first expires at",
+                            "hours left"],
+                           [[group, topic, rule, entry["partitions"], entry["due_now"], _time(entry["first"]),
+                             _hours_left(entry["hours_left"])] for (group, topic, rule), entry in soon.items()],
+                           empty=f"No committed offset expires within {hours} h.")
     return {
-        "offsets_expiring_within_24h": totals["within_24h"],
-        "offsets_expired_now": totals["expired_now"],
-        "offsets_eligible_for_expiration": totals["eligible"],
+        "offsets_expiring_within_24h": sum(row["due_within"] for row in by_rule),
+        "offsets_expired_now": sum(row["due_now"] for row in by_rule),
+        "offsets_eligible_for_expiration": sum(row["offsets"] for row in by_rule if row["rule"] != "not_eligible"),
         "expiring_within_24h": MetadataValue.md(table),
     }
 
 
 def unconsumed_messages_numbers(lake: Lake) -> dict:
     """Messages retention deleted before a watched group consumed them (KIP-490), by group and topic."""
-    (totals,) = lake.query("""
-        select coalesce(sum(lost_count), 0) as lost, count(distinct "group") as groups
-        from unconsumed_messages""", "unconsumed_messages").to_pylist()
-    rows = lake.query("""
-        select "group", topic, count(distinct "partition") as partitions, sum(lost_count) as lost,
-               sum(lost_count_at_least) as at_least, max(observed_at) as last_seen
-        from unconsumed_messages
-        group by "group", topic
-        order by lost desc, "group", topic""", "unconsumed_messages").to_pylist()
+    losses = [row for row in attention.retention_losses(lake) if row["messages_lost"]]
     table = markdown_table(["group", "topic", "partitions", "messages lost (at most)", "at least", "last seen"],
-                           [[r["group"], r["topic"], r["partitions"], f"{r['lost']:,}", f"{r['at_least']:,}",
-                             _time(r["last_seen"])]
-                            for r in rows],
+                           [[r["group"], r["topic"], r["partitions_lost"], f"{r['messages_lost']:,}",
+                             f"{r['messages_lost_at_least']:,}", _time(r["last_loss_at"])]
+                            for r in losses],
                            empty="Retention has not deleted any message before a watched group consumed it.")
     return {
-        "messages_lost_to_retention": totals["lost"],
-        "groups_that_lost_messages": totals["groups"],
+        "messages_lost_to_retention": sum(row["messages_lost"] for row in losses),
+        "groups_that_lost_messages": len({row["group"] for row in losses}),
         "lost_by_group": MetadataValue.md(table),
     }
 
@@ -126,6 +114,11 @@ def _cell(value) -> str:
     if value is None:
         return ""
     return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _hours_left(hours: float) -> str:
+    # An offset already due expires at Kafka's next retention check, not "-48 hours" from now.
+    return "due now" if hours <= 0 else f"{hours:.1f}"
 
 
 def _time(value: datetime | None) -> str:

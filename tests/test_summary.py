@@ -1,10 +1,12 @@
-"""The snapshot summary reads every table at the same, latest complete snapshot."""
+"""The snapshot summary reads every table at the same, latest complete snapshot, and states
+what it holds; lag and retention losses are the models' answers, not worked out here again."""
 
 from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from offsets_platform.summary import groups_by_state, snapshot_summary
+from offsets_platform.lake import table_spec
+from offsets_platform.summary import groups_by_state, models_summary, snapshot_summary
 
 
 def at(minute: int) -> datetime:
@@ -30,21 +32,42 @@ def snapshot(lake, snapshot_id, minute, groups, offsets, logs):
             lake.append(name, pa.Table.from_pylist(table_rows))
 
 
-def test_lag_and_retention_loss_come_from_the_latest_snapshot_only(lake):
+def test_the_summary_is_of_the_latest_snapshot_only(lake):
     snapshot(lake, "s1", 1, [("slow", "Stable")], [("slow", 0, 5)], [(0, 0, 10)])
-    snapshot(lake, "s2", 2, [("slow", "Empty")], [("slow", 0, 6)], [(0, 8, 20)])
-    lines = snapshot_summary(lake)
-    assert lines[0] == "live groups by state (latest snapshot): Empty 1"
-    # s2: lag 20 - 6 = 14, and messages 6..7 were deleted before the group read them.
-    assert lines[1] == "  slow: lag 14 messages, 2 messages deleted by retention before it consumed them"
+    snapshot(lake, "s2", 2, [("slow", "Empty"), ("new", "Empty")], [("slow", 0, 6), ("new", 0, 1)], [(0, 8, 20)])
+    assert snapshot_summary(lake) == [
+        "live groups by state (latest snapshot): Empty 2",
+        "committed offsets in it: 2 of 2 groups on 1 topics (lag and retention losses: the models)"]
     assert groups_by_state(lake, "s1") == [{"state": "Stable", "groups": 1}]
 
 
 def test_a_snapshot_without_committed_offsets_is_not_mixed_with_an_older_one(lake):
     snapshot(lake, "s1", 1, [("slow", "Stable")], [("slow", 0, 5)], [(0, 0, 10)])
     snapshot(lake, "s2", 2, [], [], [(0, 8, 20)])  # the group and its offsets are gone
-    assert snapshot_summary(lake) == ["live groups by state (latest snapshot): no groups"]
+    assert snapshot_summary(lake) == [
+        "live groups by state (latest snapshot): no groups",
+        "committed offsets in it: 0 of 0 groups on 0 topics (lag and retention losses: the models)"]
 
 
 def test_no_snapshot_yet(lake):
     assert snapshot_summary(lake) == ["no admin-API snapshot yet"]
+
+
+def full_rows(name: str, rows: list[dict]) -> pa.Table:
+    """Rows of a model's table, the columns a test does not care about filled with zeros."""
+    schema = table_spec(name).schema
+    filler = {field.name: (0 if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) else
+                           at(0) if pa.types.is_timestamp(field.type) else
+                           False if pa.types.is_boolean(field.type) else "") for field in schema}
+    return pa.Table.from_pylist([{**filler, **row} for row in rows], schema=schema)
+
+
+def test_the_models_summary_counts_what_it_does_not_list(lake):
+    lake.append("group_state", full_rows("group_state", [
+        {"group": f"g{n}", "state": "Stable", "classification": "consumer"} for n in range(7)]))
+    lake.append("consumer_lag", full_rows("consumer_lag", [
+        {"group": f"g{n}", "topic": "t", "partition": 0, "lag_messages": 10 + n, "lag_ms": 1000} for n in range(7)]))
+    lines = models_summary(lake)
+    assert lines[0] == "groups by state: Stable consumer 7"
+    assert lines[1:7] == [f"  lag g{n}: {10 + n} messages, oldest unconsumed 1.0 s old" for n in (6, 5, 4, 3, 2)] + \
+        ["  and 2 more lagging groups"]

@@ -2,12 +2,12 @@
 
 - `figures`: one function per figure, each `f(lake) -> plotly Figure`; `FIGURES` maps the
   report's stable element ids to them.
-- `attention`: the rows that need a person now (offsets expiring soon, retention losses,
-  cleanup candidates).
+- the rows that need a person now (offsets expiring soon, retention losses, cleanup
+  candidates) come from offsets_platform.attention, which every front end shares.
 - `html`: `write_report(lake, path)`, one self-contained HTML file with plotly.js inline.
 """
 
-from offsets_platform.report.attention import cleanup_rows, expiring_soon, retention_losses
+from offsets_platform.attention import cleanup_rows, expiring_soon, retention_losses
 from offsets_platform.report.figures import (FIGURES, build_figures, coordinator_metrics_figure,
                                              expiration_calendar_figure, group_states_figure, key_numbers,
                                              lag_heatmap_figure, retention_figure)

@@ -19,7 +19,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from offsets_platform.lake import Lake
-from offsets_platform.report.attention import DEFAULT_WITHIN_HOURS, cleanup_rows, expiring_soon, retention_losses
+from offsets_platform.attention import DEFAULT_WITHIN_HOURS, cleanup_rows, expiring_soon, retention_losses
 from offsets_platform.report.figures import build_figures, key_numbers
 
 REPORT_NAME = "cluster_report.html"
@@ -96,8 +96,8 @@ def _attention(lake: Lake) -> str:
                 "hours_until_expiry"]),
         f"<h3>Groups losing messages to retention (lost already, or due within {hours} h)</h3>",
         _table("table-retention-losses", retention_losses(lake, hours),
-               ["group", "topic", "messages_lost", "partitions_lost", "last_loss_at", "messages_at_risk",
-                "partitions_due", "next_deletion_at"]),
+               ["group", "topic", "messages_lost", "messages_lost_at_least", "partitions_lost", "last_loss_at",
+                "messages_at_risk", "partitions_due", "next_deletion_at"]),
         "<h3>Cleanup candidates: OffsetDelete (offsets of topics the group no longer subscribes to)</h3>",
         _table("table-cleanup-offsets", offset_deletes,
                ["group", "topic", "partition", "committed_offset", "lag_messages", "expires_at"]),

@@ -1,0 +1,103 @@
+"""The numbers a person looks at, each defined once, over the models' tables.
+
+The command line's summary, the Dagster UI's key numbers, the report and the notebooks all read
+these functions, so that two places never show two answers to one question. The rules behind
+the rows (when an offset expires, what a group lags, what retention deleted before a group read
+it) belong to the models; this module only selects, sums and orders their rows:
+
+- "expiring within H hours" is an offset whose `hours_until_expiry` is at most H. It includes
+  the ones already due (`expired_now`): Kafka expires those at its next retention check. Hours
+  rather than `expires_at` decide, because Kafka may store an expiry time the lake's timestamps
+  cannot hold (`expires_at` is then null).
+- "messages lost" is `unconsumed_messages.lost_count`: the most retention can have deleted
+  before the group read them; `lost_count_at_least` is the least.
+- "messages at risk" is `retention_forecast.lag_messages` of the partitions whose next deletion
+  is due within H hours.
+- "lag" is `consumer_lag.lag_messages`, and its age `lag_ms`.
+
+Every function reads with delta-rs's SQL engine (`Lake.query`); a table no model has written
+yet reads as empty.
+"""
+
+from __future__ import annotations
+
+from offsets_platform.lake import Lake, MissingTable
+
+DEFAULT_WITHIN_HOURS = 24
+
+
+def groups_by_state(lake: Lake) -> list[dict]:
+    """[{state, classification, groups}] from group_state, most groups first."""
+    return lake.query("""select state, classification, count(*) as groups from group_state
+                         group by state, classification order by groups desc, state, classification""",
+                      "group_state").to_pylist()
+
+
+def expiration_by_rule(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
+    """Per expiration rule: offsets, due_now (Kafka expires them at its next check), due_within
+    (not yet due, expiring within `within_hours`), next_expiry_at (of those not yet due)."""
+    return lake.query(f"""
+        select rule, count(*) as offsets,
+               sum(case when expired_now then 1 else 0 end) as due_now,
+               sum(case when not expired_now and hours_until_expiry <= {float(within_hours)} then 1 else 0 end)
+                   as due_within,
+               min(case when not expired_now then expires_at end) as next_expiry_at
+        from expirable_offsets group by rule order by rule""", "expirable_offsets").to_pylist()
+
+
+def expiring_soon(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
+    """Committed offsets Kafka expires within `within_hours` (already due ones included), soonest first."""
+    return lake.query(f"""
+        select "group", topic, "partition", rule, group_state, committed_offset, expires_at,
+               hours_until_expiry, expired_now
+        from expirable_offsets where hours_until_expiry <= {float(within_hours)}
+        order by hours_until_expiry, "group", topic, "partition"
+        """, "expirable_offsets").to_pylist()
+
+
+def lag_by_group(lake: Lake) -> list[dict]:
+    """[{group, lag_messages, lag_ms}] of the groups that lag, most messages first."""
+    return lake.query("""select "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms
+                         from consumer_lag group by "group" having sum(lag_messages) > 0
+                         order by lag_messages desc, "group"
+                      """, "consumer_lag").to_pylist()
+
+
+def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
+    """Per group and topic: the messages retention deleted before the group read them
+    (messages_lost at most, messages_lost_at_least, partitions_lost, last_loss_at) and those it
+    is forecast to delete within `within_hours` (messages_at_risk, partitions_due,
+    next_deletion_at). Groups that lost the most come first."""
+    return lake.query(f"""
+        with lost as (
+            select "group", topic, sum(lost_count) as messages_lost,
+                   sum(lost_count_at_least) as messages_lost_at_least,
+                   count(distinct "partition") as partitions_lost, max(observed_at) as last_loss_at
+            from unconsumed_messages group by "group", topic
+        ),
+        due as (
+            select "group", topic, sum(lag_messages) as messages_at_risk,
+                   count(distinct "partition") as partitions_due, min(deletion_expected_at) as next_deletion_at
+            from retention_forecast where hours_left <= {float(within_hours)} group by "group", topic
+        )
+        select coalesce(l."group", d."group") as "group", coalesce(l.topic, d.topic) as topic,
+               coalesce(l.messages_lost, 0) as messages_lost,
+               coalesce(l.messages_lost_at_least, 0) as messages_lost_at_least,
+               coalesce(l.partitions_lost, 0) as partitions_lost, l.last_loss_at,
+               coalesce(d.messages_at_risk, 0) as messages_at_risk,
+               coalesce(d.partitions_due, 0) as partitions_due, d.next_deletion_at
+        from lost l full outer join due d on l."group" = d."group" and l.topic = d.topic
+        order by messages_lost desc, messages_at_risk desc, "group", topic""",
+                      "unconsumed_messages", "retention_forecast").to_pylist()
+
+
+def cleanup_rows(lake: Lake) -> tuple[list[dict], list[dict]]:
+    """(OffsetDelete candidates, DeleteGroups candidates) as offsets_platform.cleanup finds them;
+    empty when the models have not run."""
+    from offsets_platform.cleanup.candidates import cleanup_candidates  # cleanup reads the same tables
+
+    try:
+        candidates = cleanup_candidates(lake)
+    except MissingTable:
+        return [], []
+    return candidates.offset_deletes, candidates.group_deletes
