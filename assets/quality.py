@@ -9,6 +9,7 @@ run; warn-only tables never block.
 from dagster import AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, asset_check
 
 from assets.resources import LakeResource, SparkResource
+from offsets_platform.lake import TableSpec
 from offsets_platform.models.project import ModelProject
 from offsets_platform.quality import CheckSpec, SuiteResult, specs_for_model, specs_for_source, validate
 
@@ -17,13 +18,15 @@ CHECK_NAME = "expectations"
 
 def expectation_checks(project: ModelProject) -> list[AssetChecksDefinition]:
     """One `expectations` check per model and source table with tests; bad tests raise here."""
-    tables = [(model.name, specs_for_model(model)) for model in project.models]
-    tables += [(source.name, specs_for_source(source)) for source in project.sources.values()]
-    return [_table_check(name, specs) for name, specs in tables if specs]
+    tables = [(model.name, specs_for_model(model), {model.name: model.table_spec()}) for model in project.models]
+    tables += [(source.name, specs_for_source(source), {}) for source in project.sources.values()]
+    return [_table_check(name, specs, model_tables) for name, specs, model_tables in tables if specs]
 
 
-def _table_check(table: str, specs: list[CheckSpec]) -> AssetChecksDefinition:
-    # A closure per table: each check has its own function, name and specs.
+def _table_check(table: str, specs: list[CheckSpec], model_tables: dict[str, TableSpec]) -> AssetChecksDefinition:
+    # A closure per table: each check has its own function, name and specs. A model's check
+    # carries its table's spec and hands it to the lake, so it reads the model of the project it
+    # was made from (the run's lake knows the shipped project's tables).
     @asset_check(
         asset=table,
         name=CHECK_NAME,
@@ -31,7 +34,8 @@ def _table_check(table: str, specs: list[CheckSpec]) -> AssetChecksDefinition:
         description="Great Expectations: " + "; ".join(f"{s.description} ({s.severity})" for s in specs),
     )
     def _check(context: AssetCheckExecutionContext, lake: LakeResource, spark: SparkResource) -> AssetCheckResult:
-        result = validate(lake.lake().spark_read(spark.session(), table), table, specs)
+        the_lake = lake.lake().with_model_tables(model_tables)
+        result = validate(the_lake.spark_read(spark.session(), table), table, specs)
         context.log.info(result.summary())
         return check_result(result)
 

@@ -21,6 +21,7 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection, Settings
 
 
@@ -128,7 +129,8 @@ class LakeResource(ConfigurableResource):
         return self._lake if self._lake is not None else self._new_lake()
 
     def _new_lake(self) -> Lake:
-        return Lake(Path(self.root) if self.root else Settings.from_env().lake_root)
+        # knowing the shipped models' tables: the model, quality, report and cleanup assets use them
+        return lake_for_models(Path(self.root) if self.root else Settings.from_env().lake_root)
 
 
 class SparkResource(ConfigurableResource):

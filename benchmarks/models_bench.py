@@ -155,12 +155,12 @@ def child(lake_root: str, mode: str, remote: str) -> None:
     """Run in a fresh process: one refresh of every model (`full` or `incremental`), on a local
     Spark or, when `remote` is not "-", through that Spark Connect server; print timings as JSON."""
     from offsets_platform.lake.spark import get_spark
-    from offsets_platform.models import ModelRunner
+    from offsets_platform.models import ModelRunner, lake_for_models
 
     spark = get_spark(remote=None if remote == "-" else remote)
     # from the process's creation, so interpreter start-up and imports count as JVM start-up does
     spark_start_s = time.time() - psutil.Process().create_time()
-    lake = Lake(lake_root)
+    lake = lake_for_models(lake_root)
     runner = ModelRunner(spark, lake, emit=lambda line: print(f"    {line}", file=sys.stderr, flush=True))
     started = time.perf_counter()
     runs = runner.run_all(full_refresh=mode == "full")

@@ -28,6 +28,7 @@ from dagster import DagsterInstance
 from offsets_platform.broker.embedded import BrokerStartFailed, EmbeddedBroker, PortInUse
 from offsets_platform.broker.jvm import KafkaNotInstalled
 from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.report import report_path, write_report
 from offsets_platform.settings import Settings
 from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
@@ -76,7 +77,7 @@ def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
     if demo_home.exists():
         print(f"removing the previous demo in {demo_home}")
         shutil.rmtree(demo_home)
-    lake = Lake(demo_home / "lake")
+    lake = lake_for_models(demo_home / "lake")
     job = defs.resolve_job_def("refresh")
     ingest_job = defs.resolve_job_def("ingest")
     print("starting Apache Kafka (the embedded broker) ...")

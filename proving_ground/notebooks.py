@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection, Settings
 
 # A small demo: enough live traffic for every table to have rows.
@@ -38,7 +39,7 @@ def demo_home() -> Path:
 def demo_lake() -> Lake:
     """The lake of the latest demo, after running a small demo if there is none."""
     home = demo_home()
-    lake = Lake(home / "demo" / "lake")
+    lake = lake_for_models(home / "demo" / "lake")
     # The gold tables the notebooks read exist only once a demo's models have run.
     if lake.exists("expirable_offsets") and lake.exists("coordinator_metrics"):
         print(f"using the demo lake in {lake.root}")

@@ -8,6 +8,7 @@ import pytest
 
 from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -27,7 +28,8 @@ def connection(broker) -> KafkaConnection:
 
 @pytest.fixture
 def lake(tmp_path) -> Lake:
-    return Lake(tmp_path / "lake")
+    """An empty lake that knows the shipped models' tables, as the commands' and Dagster's do."""
+    return lake_for_models(tmp_path / "lake")
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ from offsets_platform.cli import main
 from offsets_platform.codec import encode
 from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from tests.ingest.conftest import mirror_connection, produce  # noqa: F401  (fixture)
 
 
@@ -62,5 +63,5 @@ def test_models_command_runs_the_models_and_summarises(spark, tmp_path, capsys):
     assert status == 0
     assert "groups by state: Stable consumer 1" in output
     assert "OffsetDelete cli-models dropped-0 (offset 5)" in output
-    expirable = Lake(tmp_path / "lake").read_arrow("expirable_offsets").to_pylist()
+    expirable = lake_for_models(tmp_path / "lake").read_arrow("expirable_offsets").to_pylist()
     assert [(r["rule"], r["retention_minutes"]) for r in expirable] == [("unsubscribed_topic", 60)]

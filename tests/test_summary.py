@@ -5,7 +5,6 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from offsets_platform.lake import table_spec
 from offsets_platform.summary import groups_by_state, models_summary, snapshot_summary
 
 
@@ -53,9 +52,9 @@ def test_no_snapshot_yet(lake):
     assert snapshot_summary(lake) == ["no admin-API snapshot yet"]
 
 
-def full_rows(name: str, rows: list[dict]) -> pa.Table:
+def full_rows(lake, name: str, rows: list[dict]) -> pa.Table:
     """Rows of a model's table, the columns a test does not care about filled with zeros."""
-    schema = table_spec(name).schema
+    schema = lake.spec(name).schema
     filler = {field.name: (0 if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) else
                            at(0) if pa.types.is_timestamp(field.type) else
                            False if pa.types.is_boolean(field.type) else "") for field in schema}
@@ -63,9 +62,9 @@ def full_rows(name: str, rows: list[dict]) -> pa.Table:
 
 
 def test_the_models_summary_counts_what_it_does_not_list(lake):
-    lake.append("group_state", full_rows("group_state", [
+    lake.append("group_state", full_rows(lake, "group_state", [
         {"group": f"g{n}", "state": "Stable", "classification": "consumer"} for n in range(7)]))
-    lake.append("consumer_lag", full_rows("consumer_lag", [
+    lake.append("consumer_lag", full_rows(lake, "consumer_lag", [
         {"group": f"g{n}", "topic": "t", "partition": 0, "lag_messages": 10 + n, "lag_ms": 1000} for n in range(7)]))
     lines = models_summary(lake)
     assert lines[0] == "groups by state: Stable consumer 7"

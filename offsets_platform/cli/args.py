@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 
 from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection, Settings, os_user
 
 
 def lake_of(args: argparse.Namespace, settings: Settings) -> Lake:
-    """The lake under --home, else the configured one."""
-    return Lake(Path(args.home) / "lake" if args.home else settings.lake_root)
+    """The lake under --home, else the configured one, knowing the shipped models' tables (the
+    commands read or write them)."""
+    return lake_for_models(Path(args.home) / "lake" if args.home else settings.lake_root)
 
 
 def cluster_and_lake(args: argparse.Namespace, settings: Settings) -> tuple[KafkaConnection, Lake] | None:

@@ -16,13 +16,14 @@ from __future__ import annotations
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, Field, QueryBuilder, write_deltalake
 
-from offsets_platform.lake.tables import TableSpec, table_spec
+from offsets_platform.lake.tables import TABLES, TableSpec, table_spec, with_model_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -35,18 +36,35 @@ TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
 
 
 class Lake:
-    """The Delta tables under one root folder (`<root>/<layer>/<table>`)."""
+    """The Delta tables under one root folder (`<root>/<layer>/<table>`): the lake's own tables
+    and the model tables it was handed, since the model project that declares those depends on
+    the lake and cannot be looked up from here (`models.project.lake_for_models` hands over the
+    shipped project's)."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, model_tables: Mapping[str, TableSpec] | None = None):
         self.root = Path(root).absolute()
+        self._model_tables = dict(model_tables or {})
+        self.tables: Mapping[str, TableSpec] = MappingProxyType(with_model_tables(TABLES, self._model_tables))
         # Tables once opened are kept and caught up rather than opened again: opening replays the
         # log from its last checkpoint (25-40 ms for a bronze table or model_runs), catching up
         # lists the commits since (2-5 ms), and a model refresh reads tables some 160 times.
         self._open: dict[str, DeltaTable] = {}
         self._open_lock = threading.Lock()  # model runs use one lake from several threads
 
+    def with_model_tables(self, model_tables: Mapping[str, TableSpec]) -> "Lake":
+        """A lake on the same root that also knows these model tables (this one when it knows them
+        already), so a runner of another project need not change the lake it was given; a name
+        that already means another table is a ValueError."""
+        if all(self.tables.get(name) == spec for name, spec in model_tables.items()):
+            return self
+        return Lake(self.root, with_model_tables(self._model_tables, model_tables))
+
+    def spec(self, name: str) -> TableSpec:
+        """The table's spec, or a KeyError that lists the tables this lake knows."""
+        return table_spec(name, self.tables)
+
     def path(self, name: str) -> Path:
-        spec = table_spec(name)
+        spec = self.spec(name)
         return self.root / spec.layer / spec.name
 
     def exists(self, name: str) -> bool:
@@ -86,9 +104,9 @@ class Lake:
         """The table to write to, created empty with its registered schema first if need be."""
         table = self._opened(name)
         if table is not None:
-            _add_new_nullable_columns(table, table_spec(name))  # a table written by an older version
+            _add_new_nullable_columns(table, self.spec(name))  # a table written by an older version
             return table
-        spec = table_spec(name)
+        spec = self.spec(name)
         path = self.path(name)
         with self._open_lock:
             if name not in self._open:
@@ -102,7 +120,7 @@ class Lake:
 
     def append(self, name: str, data: pa.Table) -> int:
         """Append rows in one Delta commit (all or nothing). Returns the new table version."""
-        spec = table_spec(name)
+        spec = self.spec(name)
         table = self._writable(name)
         write_deltalake(table, conform(data, spec), mode="append")
         table.update_incremental()
@@ -110,7 +128,7 @@ class Lake:
 
     def overwrite(self, name: str, data: pa.Table) -> int:
         """Replace the table's rows in one Delta commit. Returns the new table version."""
-        spec = table_spec(name)
+        spec = self.spec(name)
         table = self._writable(name)
         write_deltalake(table, conform(data, spec), mode="overwrite")
         table.update_incremental()
@@ -118,7 +136,7 @@ class Lake:
 
     def merge(self, name: str, data: pa.Table) -> dict:
         """Upsert rows by the table's registered keys. Returns delta-rs's merge metrics."""
-        spec = table_spec(name)
+        spec = self.spec(name)
         predicate = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
         return (
             self._writable(name)
@@ -139,7 +157,7 @@ class Lake:
         """The table's current rows as Arrow (small tables and tests; Spark for the rest)."""
         table = self._opened(name)
         if table is None:
-            empty = table_spec(name).schema.empty_table()
+            empty = self.spec(name).schema.empty_table()
             return empty if columns is None else empty.select(columns)
         # Passing a filesystem avoids an abort at interpreter exit seen with delta-rs's own.
         filesystem = pafs.SubTreeFileSystem(str(self.path(name)), pafs.LocalFileSystem())
@@ -149,7 +167,7 @@ class Lake:
         """Run SQL with delta-rs's engine over the named tables (registered under their names)."""
         builder = QueryBuilder()
         for name in names:
-            builder = builder.register(name, self._opened(name) or _empty_stand_in(table_spec(name)))
+            builder = builder.register(name, self._opened(name) or _empty_stand_in(self.spec(name)))
         return pa.table(builder.execute(sql).read_all())
 
     def count(self, name: str) -> int:
@@ -179,7 +197,7 @@ class Lake:
         registered schema."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        spec = table_spec(name)
+        spec = self.spec(name)
         schema = from_arrow_schema(spec.schema)
         files = self.files(name) if files is None else files
         if not files:

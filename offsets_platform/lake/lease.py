@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 LEASES_FOLDER = "_leases"  # under the lake root; "_" keeps it apart from the layers' folders
+NAME_GRACE_S = 1.0  # how long a waiter waits for the holder's name before saying "another process"
 
 
 @dataclass(frozen=True)
@@ -134,9 +135,12 @@ def _lock(descriptor: int, name: str, path: Path, wait_s: float, emit, poll_s: f
                 raise LeaseBusy(name, path, _read_holder(path), wait_s) from None
             if emit is not None and not told:
                 holder = _read_holder(path)
-                emit(f"waiting up to {_seconds(wait_s)} s for the lake's {name!r} lease, held by "
-                     f"{holder.describe() if holder else 'another process'}")
-                told = True
+                # A holder writes its name just after taking the lock: give it a moment to, so
+                # that the message says whom the caller waits for.
+                if holder is not None or waited >= NAME_GRACE_S:
+                    emit(f"waiting up to {_seconds(wait_s)} s for the lake's {name!r} lease, held by "
+                         f"{holder.describe() if holder else 'another process'}")
+                    told = True
             time.sleep(min(poll_s, max(wait_s - waited, 0)))
 
 

@@ -2,11 +2,16 @@
 
 Bronze tables keep the decoded fields of each `__consumer_offsets` record next to where it came
 from (`source_partition`, `source_offset`), which is also what makes ingest resumable.
+
+Model tables (silver, gold) are not here: the model project declares them, and whoever builds a
+`Lake` for model work hands it their specs, so the lake never depends on the models.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
 
 import pyarrow as pa
 
@@ -315,7 +320,8 @@ _SPECS += [
 SNAPSHOT_TABLES = ("group_snapshots", "group_member_snapshots", "committed_offset_snapshots",
                    "log_offset_snapshots", "topic_configs", "broker_configs", "snapshot_errors")
 
-TABLES: dict[str, TableSpec] = {spec.name: spec for spec in _SPECS}
+# The lake's own tables, read-only: model tables are handed to each Lake, never added here.
+TABLES: Mapping[str, TableSpec] = MappingProxyType({spec.name: spec for spec in _SPECS})
 
 # The bronze tables that hold decoded records, in the order ingest writes them.
 RECORD_TABLES = (
@@ -327,30 +333,22 @@ RECORD_TABLES = (
 )
 
 
-# Model tables (silver, gold) are declared by the dbt-like project's YAML, not here; the runner
-# registers them, and the default project's are registered on first lookup.
-_MODEL_TABLES: dict[str, TableSpec] = {}
-
-
-def register_model_tables(specs: dict[str, TableSpec]) -> None:
-    """Make model tables known to the lake; a name that already means another table is an error."""
-    for name, spec in specs.items():
-        known = TABLES.get(name) or _MODEL_TABLES.get(name)
+def with_model_tables(tables: Mapping[str, TableSpec], model_tables: Mapping[str, TableSpec]) -> dict[str, TableSpec]:
+    """`tables` plus the model tables (silver, gold), which the model project declares rather than
+    this module; a name that already means another table is an error."""
+    combined = dict(tables)
+    for name, spec in model_tables.items():
+        known = combined.get(name)
         if known is not None and known != spec:
             raise ValueError(f"table {name!r} is already registered with another layer or schema")
-        _MODEL_TABLES[name] = spec
+        combined[name] = spec
+    return combined
 
 
-def table_spec(name: str) -> TableSpec:
-    """The registered spec of a table, or a KeyError that lists the known names."""
-    if name in TABLES:
-        return TABLES[name]
-    if name not in _MODEL_TABLES:
-        from offsets_platform.models.project import model_table_specs  # models depend on the lake
-
-        register_model_tables(model_table_specs())
+def table_spec(name: str, tables: Mapping[str, TableSpec] = TABLES) -> TableSpec:
+    """The spec of a table among `tables` (default: the lake's own, without model tables), or a
+    KeyError that lists the known names."""
     try:
-        return _MODEL_TABLES[name]
+        return tables[name]
     except KeyError:
-        known = ", ".join(sorted({*TABLES, *_MODEL_TABLES}))
-        raise KeyError(f"unknown table {name!r}; known tables: {known}") from None
+        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(sorted(tables))}") from None

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from offsets_platform.lake.tables import TABLES, TableSpec, register_model_tables
+from offsets_platform.lake import Lake
+from offsets_platform.lake.tables import TABLES, TableSpec
 from offsets_platform.models.column_types import arrow_schema
 from offsets_platform.models.render import collect_references
 
@@ -219,10 +220,11 @@ def default_project() -> ModelProject:
 
 
 def model_table_specs(project: ModelProject | None = None) -> dict[str, TableSpec]:
-    """The table specs of a project's models (default: the shipped one), for the lake's registry."""
+    """The table specs of a project's models (default: the shipped one), to hand to a `Lake`."""
     return {model.name: model.table_spec() for model in (project or default_project()).models}
 
 
-def register_model_tables_of(project: ModelProject) -> None:
-    """Make the project's model tables known to the lake (Lake.path, read, write by name)."""
-    register_model_tables(model_table_specs(project))
+def lake_for_models(root: str | Path, project: ModelProject | None = None) -> Lake:
+    """The lake under `root`, knowing the project's model tables (default: the shipped one's) as
+    well as its own: the lake cannot look them up itself, since the project depends on it."""
+    return Lake(root, model_tables=model_table_specs(project))

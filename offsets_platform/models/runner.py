@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 
-from offsets_platform.lake import Lake, table_spec
+from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
 from offsets_platform.lake.spark import query_arrow
 from offsets_platform.lake.sql_literals import lake_string
-from offsets_platform.models.project import Model, ModelProject, default_project, register_model_tables_of
+from offsets_platform.models.project import Model, ModelProject, default_project, model_table_specs
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
 
 if TYPE_CHECKING:
@@ -112,8 +112,9 @@ class ModelRunner:
                  workers: int = 2, compact_at_files: int = COMPACT_AT_FILES,
                  lease_wait_s: float = DEFAULT_LEASE_WAIT_S):
         self.spark = spark
-        self.lake = lake
         self.project = project or default_project()
+        # the lake given, or one on its root that also knows this project's tables
+        self.lake = lake.with_model_tables(model_table_specs(self.project))
         self.variables = {**default_variables(), **(variables or {})}
         self.emit = emit
         self.workers = workers  # models run_all runs at the same time
@@ -121,7 +122,6 @@ class ModelRunner:
         self.lease_wait_s = lease_wait_s
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
         self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
-        register_model_tables_of(self.project)
 
     def run_all(self, select: list[str] | None = None, full_refresh: bool = False) -> list[ModelRun]:
         """Run the selected models (default all), each once the models it refs are done; returns
@@ -293,7 +293,7 @@ class ModelRunner:
         A view of the same files shows the same rows: Delta never changes a data file."""
         files = self.lake.files(table) if files is None else files
         # the schema too: a view of no files is an empty one with the table's columns
-        shown = hashlib.sha256("\n".join([str(table_spec(table).schema), *files]).encode()).hexdigest()
+        shown = hashlib.sha256("\n".join([str(self.lake.spec(table).schema), *files]).encode()).hexdigest()
         with _VIEWS_LOCK:
             views = _VIEWS.setdefault(self.spark, {})
             if views.get(name) == shown:

@@ -24,9 +24,9 @@ REFUSALS = {"GROUP_SUBSCRIBED_TO_TOPIC", "NON_EMPTY_GROUP"}
 
 @pytest.fixture(scope="module")
 def applied(spark, broker, connection, tmp_path_factory):
-    from offsets_platform.lake import Lake
+    from offsets_platform.models.project import lake_for_models
 
-    lake = Lake(tmp_path_factory.mktemp("lake"))
+    lake = lake_for_models(tmp_path_factory.mktemp("lake"))
     workload = run_live_workload(broker.bootstrap_servers, seed=5, scale=0.2, emit=None)
     try:
         ingest_offsets_topic(connection, lake, **QUIET)

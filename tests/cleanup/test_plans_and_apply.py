@@ -30,9 +30,9 @@ STALE_OFFSETS = {(ORDERS, 0): (4, ""), (ORDERS, 1): (6, ""), (ORDERS, 2): (8, ""
 
 @pytest.fixture(scope="module")
 def cluster(spark, bootstrap, connection, tmp_path_factory):
-    from offsets_platform.lake import Lake
+    from offsets_platform.models.project import lake_for_models
 
-    lake = Lake(tmp_path_factory.mktemp("lake"))
+    lake = lake_for_models(tmp_path_factory.mktemp("lake"))
     members = []
     try:
         members.append(join_group(bootstrap, "orders-active", [ORDERS], 3))

@@ -13,9 +13,8 @@ import sys
 
 from pyspark.sql import functions as F
 
-from offsets_platform.lake import Lake
 from offsets_platform.lake.spark import get_spark
-from offsets_platform.models import ModelRunner, default_project
+from offsets_platform.models import ModelRunner, default_project, lake_for_models
 from offsets_platform.quality.expectations import validate
 from offsets_platform.quality.specs import specs_for_model
 
@@ -23,7 +22,7 @@ from offsets_platform.quality.specs import specs_for_model
 def main(endpoint: str, lake_root: str, as_of: str) -> None:
     spark = get_spark(remote=endpoint)
     settings = {key: spark.conf.get(key) for key in ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone")}
-    lake = Lake(lake_root)
+    lake = lake_for_models(lake_root)
     runs = ModelRunner(spark, lake, variables={"as_of": as_of}, emit=lambda line: None).run_all()
     project = default_project()
     checks = {model.name: [outcome.success for outcome in

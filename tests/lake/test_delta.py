@@ -1,16 +1,17 @@
 """The lake on real Delta tables on disk, read back by delta-rs and by a real Spark session."""
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from offsets_platform.lake import TABLES, Lake, MissingTable, table_spec
+from offsets_platform.lake import TABLES, Lake, MissingTable, TableSpec, table_spec
 from offsets_platform.lake.tables import RECORD_TABLES
 from offsets_platform.models.project import model_table_specs
 
-# every table the lake declares: its own and the shipped models'
+# every table a lake for the models knows (the `lake` fixture): its own and the shipped models'
 DECLARED = sorted({*TABLES, *model_table_specs()})
 
 pytestmark = pytest.mark.fast  # make test-fast
@@ -37,14 +38,40 @@ def test_every_bronze_record_table_says_where_its_rows_came_from():
         assert "row" not in spec.schema.names, "the codec's batch-local row index must not leak"
 
 
-def test_unknown_table_names_the_known_ones():
+def test_unknown_table_names_the_known_ones(lake):
     with pytest.raises(KeyError, match="offset_commit_records"):
         table_spec("no_such_table")
+    with pytest.raises(KeyError, match=r"unknown table 'no_such_table'; known tables: .*group_state.*offset_commit_records"):
+        lake.read_arrow("no_such_table")
+
+
+def test_a_lake_knows_only_the_model_tables_it_is_handed(tmp_path):
+    bare = Lake(tmp_path / "lake")
+    assert set(bare.tables) == set(TABLES)
+    with pytest.raises(KeyError, match="unknown table 'group_state'"):
+        bare.read_arrow("group_state")
+    group_state = model_table_specs()["group_state"]
+    handed = Lake(tmp_path / "lake", model_tables={"group_state": group_state})
+    assert handed.spec("group_state") == group_state and handed.read_arrow("group_state").num_rows == 0
+    assert bare.with_model_tables({"group_state": group_state}).spec("group_state") == group_state
+    with pytest.raises(KeyError):
+        bare.spec("group_state")  # the lake it came from is as it was
+    assert handed.with_model_tables({"group_state": group_state}) is handed, "nothing new: the same lake"
+
+
+def test_a_name_that_already_means_another_table_is_an_error(tmp_path, lake):
+    other = TableSpec(name="offset_commit_records", layer="silver", schema=pa.schema([("x", pa.int64())]),
+                      keys=("x",), description="not the bronze table")
+    with pytest.raises(ValueError, match="'offset_commit_records' is already registered"):
+        Lake(tmp_path / "other", model_tables={other.name: other})
+    changed = replace(lake.spec("group_state"), schema=pa.schema([("x", pa.int64())]))
+    with pytest.raises(ValueError, match="'group_state' is already registered"):
+        lake.with_model_tables({"group_state": changed})
 
 
 def test_reading_a_table_no_write_created_reads_it_empty_and_creates_nothing(lake):
     for name in DECLARED:
-        declared = table_spec(name).schema
+        declared = lake.spec(name).schema
         assert lake.read_arrow(name).schema == declared, name
         assert lake.read_arrow(name, columns=declared.names[:1]).schema == pa.schema([declared.field(0)]), name
         answer = lake.query(f"select * from {name}", name)
@@ -60,7 +87,7 @@ def test_reading_a_table_no_write_created_reads_it_empty_and_creates_nothing(lak
 
 def test_writing_creates_the_table_with_its_declared_schema(lake):
     for name in DECLARED:
-        declared = table_spec(name).schema
+        declared = lake.spec(name).schema
         lake.append(name, declared.empty_table())
         assert lake.exists(name) and lake.path(name).is_dir(), name
         assert pa.schema(lake.table(name).schema().to_arrow()) == declared, name

@@ -15,7 +15,7 @@ import pytest
 from offsets_platform.cli import main
 from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.lake import Lake
-from offsets_platform.models import ModelRunner, default_project
+from offsets_platform.models import ModelRunner, default_project, lake_for_models
 from tests.models.bronze_builder import BronzeBuilder, at
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +72,7 @@ def _rows(lake: Lake, table: str) -> list[str]:
 
 def test_models_and_checks_over_spark_connect_equal_a_local_run(spark, connect_server, tmp_path):
     history = _history()
-    local, remote = Lake(tmp_path / "local"), Lake(tmp_path / "remote")
+    local, remote = lake_for_models(tmp_path / "local"), lake_for_models(tmp_path / "remote")
     history.write(local)
     history.write(remote)
     ModelRunner(spark, local, variables={"as_of": AS_OF}, emit=lambda line: None).run_all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from offsets_platform.lake import Lake
-from offsets_platform.models import ModelRunner
+from offsets_platform.models import ModelRunner, lake_for_models
 
 
 def run_models(spark, lake: Lake, as_of, **variables) -> ModelRunner:
@@ -26,4 +26,4 @@ def rows_by(lake: Lake, table: str, *key: str) -> dict:
 
 @pytest.fixture(scope="module")
 def module_lake(tmp_path_factory) -> Lake:
-    return Lake(tmp_path_factory.mktemp("lake"))
+    return lake_for_models(tmp_path_factory.mktemp("lake"))

@@ -76,9 +76,9 @@ def test_deletions_the_project_performed_are_known_from_the_audit(spark, tmp_pat
     sent it, and an audited OffsetDelete the log does not show still counts."""
     import pyarrow as pa
 
-    from offsets_platform.lake import Lake
+    from offsets_platform.models.project import lake_for_models
 
-    lake = Lake(tmp_path / "lake")
+    lake = lake_for_models(tmp_path / "lake")
     b = BronzeBuilder()
     b.commit("solo", "t", 0, 1, at(hours=1))
     b.offset_tombstone("solo", "t", 0, at(hours=3))  # 2 h > 60 min: an expiration by the rules alone

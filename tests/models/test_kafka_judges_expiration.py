@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.broker.embedded import EmbeddedBroker
-from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection
 from tests.models.conftest import run_models
 
@@ -123,7 +123,7 @@ def judged(spark, tmp_path_factory):
         tx_producer.flush(30)
 
         connection = KafkaConnection(bootstrap_servers=bootstrap)
-        lake = Lake(folder / "lake")
+        lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
         snapshot_cluster(connection, lake, emit=lambda line: None)
         before = {group: committed(bootstrap, group) for group in GROUPS}

@@ -22,7 +22,7 @@ from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.broker.embedded import EmbeddedBroker, free_loopback_port
 from offsets_platform.broker.jvm import run_tool
-from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection
 from tests.models.conftest import run_models
 
@@ -105,7 +105,7 @@ def judged(spark, tmp_path_factory):
         # the classic group's offsets and the standalone group's two left expire after a minute
         time.sleep(75)
         after = coordinator_meters(broker.jmx_url)
-        lake = Lake(folder / "lake")
+        lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
         run_models(spark, lake, as_of=datetime.now(timezone.utc), offsets_retention_minutes_fallback=1,
                    metrics_bucket_minutes=1440)

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshots import snapshot_cluster
-from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection
 from tests.legacy_offset_commit import commit_with_retention
 from tests.models.conftest import rows_by, run_models
@@ -64,7 +64,7 @@ def judged(spark, tmp_path_factory):
         kafka_kept = {group: committed(bootstrap, group) for group in RETENTIONS}
 
         connection = KafkaConnection(bootstrap_servers=bootstrap)
-        lake = Lake(folder / "lake")
+        lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
         snapshot_cluster(connection, lake, emit=lambda line: None)
         run_models(spark, lake, as_of=datetime.now(timezone.utc))

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshots import snapshot_cluster
-from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from tests.models.conftest import rows_by, run_models
 
 MESSAGES = 100
@@ -47,7 +47,7 @@ def losses(spark, broker, connection, tmp_path_factory):
     commit(bootstrap, "kip490-resetter", "kip490-reset", 0, 40)
     commit(bootstrap, "kip490-one-partition", "kip490-pair", 0, 10)
 
-    lake = Lake(tmp_path_factory.mktemp("kip490") / "lake")
+    lake = lake_for_models(tmp_path_factory.mktemp("kip490") / "lake")
     snapshot_cluster(connection, lake, emit=lambda line: None)
     deleted = admin.delete_records([TopicPartition("kip490-reset", 0, 60), TopicPartition("kip490-pair", 1, 50)])
     for future in deleted.values():

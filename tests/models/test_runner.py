@@ -8,7 +8,7 @@ import pytest
 
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import LeaseBusy, hold_lease
-from offsets_platform.models import ModelRunError, ModelRunner, default_project, load_project
+from offsets_platform.models import ModelRunError, ModelRunner, default_project, lake_for_models, load_project
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import rows_by
 from tests.models.test_project import write_project
@@ -27,7 +27,7 @@ def _history(b: BronzeBuilder, start_hour: int) -> None:
 def test_an_incremental_run_reads_only_new_files_and_equals_a_full_refresh(spark, tmp_path):
     builder = BronzeBuilder()
     _history(builder, 0)
-    incremental_lake = Lake(tmp_path / "incremental")
+    incremental_lake = lake_for_models(tmp_path / "incremental")
     builder.write(incremental_lake)
     runner = ModelRunner(spark, incremental_lake, variables=AS_OF, emit=lambda line: None)
     first = {run.model: run for run in runner.run_all()}
@@ -42,7 +42,7 @@ def test_an_incremental_run_reads_only_new_files_and_equals_a_full_refresh(spark
     assert second["log_offset_state"].new_files == {"offset_commit_records": 1}
     assert second["log_offset_state"].rows_written == 3  # the keys the new records touched: t-0, old-0, old-1
 
-    full_lake = Lake(tmp_path / "full")
+    full_lake = lake_for_models(tmp_path / "full")
     for part in (builder, second_round):
         part.write(full_lake)
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
@@ -60,7 +60,7 @@ def test_a_refresh_makes_each_view_of_the_same_files_once(spark, tmp_path, monke
     # Models read the same sources and refs, and each view made is a round trip and an analysis
     # on a Spark Connect server. That two lakes on one session keep their own rows is checked by
     # the test above.
-    lake = Lake(tmp_path / "lake")
+    lake = lake_for_models(tmp_path / "lake")
     builder = BronzeBuilder()
     _history(builder, 0)
     builder.write(lake)
@@ -87,7 +87,7 @@ def test_log_offset_state_keeps_each_keys_latest_record_when_log_partitions_shar
     builder.offset_tombstone("b", "t", 0, at(hours=2))
     for row in builder.rows["offset_commit_records"][3:]:
         row["source_partition"] = 1
-    lake = Lake(tmp_path / "lake")
+    lake = lake_for_models(tmp_path / "lake")
     builder.write(lake)
     ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None).run_all(select=["log_offset_state"])
 
@@ -147,7 +147,7 @@ def _assert_metrics_equal(incremental_lake: Lake, full_lake: Lake) -> None:
 
 
 def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equal_a_full_refresh(spark, tmp_path):
-    incremental_lake = Lake(tmp_path / "incremental")
+    incremental_lake = lake_for_models(tmp_path / "incremental")
     runner, rounds = _refreshed_round_one_then_round_two_written(spark, incremental_lake)
     second = {run.model: run for run in runner.run_all()}
     assert second["offset_removals"].mode == second["offset_commit_counts"].mode == "incremental"
@@ -161,7 +161,7 @@ def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equ
     y_tombstones = sorted((r for r in removals.values() if r["topic"] == "y"), key=lambda r: r["source_offset"])
     assert [r["removed_an_offset"] for r in y_tombstones] == [True, False]  # the second removed nothing
 
-    full_lake = Lake(tmp_path / "full")
+    full_lake = lake_for_models(tmp_path / "full")
     for part in rounds:
         part.write(full_lake)
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
@@ -171,7 +171,7 @@ def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equ
 
 
 def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_full(spark, tmp_path):
-    lake = Lake(tmp_path / "lake")
+    lake = lake_for_models(tmp_path / "lake")
     runner, rounds = _refreshed_round_one_then_round_two_written(spark, lake)
     # log_offset_state has not read round two: offset_removals cannot record it as its state
     assert runner.run("offset_removals").mode == "incremental"
@@ -182,7 +182,7 @@ def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_f
     assert third["offset_removals"].mode == "full"
     assert third["log_offset_state"].mode == "incremental"
 
-    full_lake = Lake(tmp_path / "full")
+    full_lake = lake_for_models(tmp_path / "full")
     for part in [*rounds, third_round]:
         part.write(full_lake)
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
@@ -190,7 +190,7 @@ def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_f
 
 
 def test_a_refresh_compacts_the_small_files_runs_leave_and_incremental_runs_go_on(spark, tmp_path):
-    lake = Lake(tmp_path / "lake")
+    lake = lake_for_models(tmp_path / "lake")
     messages: list[str] = []
     rounds = [BronzeBuilder()]
     _removals_round_one(rounds[0])
@@ -212,7 +212,7 @@ def test_a_refresh_compacts_the_small_files_runs_leave_and_incremental_runs_go_o
     assert any(message.startswith("compacted model_runs:") for message in messages)
     assert len(lake.files("offset_commit_records")) == 3  # a source is never compacted
 
-    full_lake = Lake(tmp_path / "full")
+    full_lake = lake_for_models(tmp_path / "full")
     for part in rounds:
         part.write(full_lake)
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
@@ -240,7 +240,7 @@ def test_a_model_whose_inputs_did_not_change_is_not_run_again(spark, tmp_path):
     builder = BronzeBuilder()
     _history(builder, 0)
     builder.snapshot(at(hours=3))
-    lake = Lake(tmp_path / "lake")
+    lake = lake_for_models(tmp_path / "lake")
     builder.write(lake)
     ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None).run_all()
 
@@ -306,7 +306,7 @@ def test_two_refreshes_of_one_model_at_once_run_it_once(spark, tmp_path, monkeyp
 
 
 def test_a_refresh_that_will_not_wait_names_the_run_it_found(spark, tmp_path):
-    lake = Lake(tmp_path / "lake")
+    lake = lake_for_models(tmp_path / "lake")
     BronzeBuilder().write(lake)
     runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None, lease_wait_s=0)
     with hold_lease(lake.root, "model-log_offset_state", "refresh of model log_offset_state"):

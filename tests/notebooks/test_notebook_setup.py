@@ -1,7 +1,7 @@
 """proving_ground.notebooks: which lake the notebooks open, and the small demo when there is none."""
 
 import proving_ground.demo
-from offsets_platform.lake import Lake
+from offsets_platform.models.project import lake_for_models
 from proving_ground.notebooks import SMALL_DEMO, demo_home, demo_lake
 
 
@@ -18,7 +18,7 @@ def test_without_a_demo_a_small_one_runs_first_and_says_so(tmp_path, monkeypatch
 
     def fake_run_demo(home, **options):
         calls.append((home, options))
-        return Lake(home / "demo" / "lake")
+        return lake_for_models(home / "demo" / "lake")
 
     monkeypatch.setattr(proving_ground.demo, "run_demo", fake_run_demo)
     monkeypatch.setenv("OFFSETS_PLATFORM_HOME", str(tmp_path))

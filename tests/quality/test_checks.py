@@ -9,10 +9,10 @@ from dagster import AssetCheckKey, AssetCheckSeverity, AssetKey, asset, build_as
 from assets.quality import CHECK_NAME, expectation_checks
 from assets.resources import LakeResource, SparkResource
 from offsets_platform.lake import Lake
-from offsets_platform.lake.tables import register_model_tables, table_spec
-from offsets_platform.models.project import load_project
+from offsets_platform.lake.tables import table_spec
+from offsets_platform.models.project import lake_for_models, load_project
 
-MODEL = "quality_check_offsets"  # a name no other test registers with another schema
+MODEL = "quality_check_offsets"
 
 SILVER_YML = f"""
 models:
@@ -43,9 +43,13 @@ def project(tmp_path_factory):
     (root / "silver" / "silver.yml").write_text(SILVER_YML)
     (root / "silver" / f"{MODEL}.sql").write_text("select * from {{ source('bronze', 'offset_commit_records') }}")
     (root / "sources.yml").write_text(SOURCES_YML)
-    project = load_project(root)
-    register_model_tables({m.name: m.table_spec() for m in project.models})
-    return project
+    return load_project(root)
+
+
+@pytest.fixture
+def lake(tmp_path, project) -> Lake:
+    """A lake that knows this project's model table (the shipped project's are not needed)."""
+    return lake_for_models(tmp_path / "lake", project)
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +57,9 @@ def checks(project):
     return {next(iter(c.check_keys)).asset_key.to_user_string(): c for c in expectation_checks(project)}
 
 
-def offsets(rows: list[tuple]) -> pa.Table:
+def offsets(lake: Lake, rows: list[tuple]) -> pa.Table:
     return pa.Table.from_pylist([dict(zip(["group", "committed_offset", "note"], row)) for row in rows],
-                                schema=table_spec(MODEL).schema)
+                                schema=lake.spec(MODEL).schema)
 
 
 def rejected(count: int) -> pa.Table:
@@ -81,13 +85,13 @@ def test_one_blocking_check_per_model_and_a_non_blocking_one_for_a_warn_only_sou
 
 
 def test_the_model_check_passes_on_good_data_and_fails_as_an_error_on_broken_data(checks, lake, spark):
-    lake.overwrite(MODEL, offsets([("g1", 5, "x"), ("g2", -1, "y")]))
+    lake.overwrite(MODEL, offsets(lake, [("g1", 5, "x"), ("g2", -1, "y")]))
     good = run_check(checks[MODEL], lake)
     assert good.passed, good.description
     assert good.metadata["rows_checked"].value == 2
     assert good.metadata["[error] committed_offset >= -1"].value == 0
 
-    lake.overwrite(MODEL, offsets([("g1", 3, "x"), ("g1", 3, None), (None, 4, None), ("g2", -7, "z")]))
+    lake.overwrite(MODEL, offsets(lake, [("g1", 3, "x"), ("g1", 3, None), (None, 4, None), ("g2", -7, "z")]))
     broken = run_check(checks[MODEL], lake)
     assert not broken.passed and broken.severity == AssetCheckSeverity.ERROR
     assert {key: value.value for key, value in broken.metadata.items()} == {
@@ -97,7 +101,7 @@ def test_the_model_check_passes_on_good_data_and_fails_as_an_error_on_broken_dat
 
 
 def test_only_warnings_failing_is_a_warn_result(checks, lake, spark):
-    lake.overwrite(MODEL, offsets([("g1", 5, None)]))
+    lake.overwrite(MODEL, offsets(lake, [("g1", 5, None)]))
     result = run_check(checks[MODEL], lake)
     assert not result.passed and result.severity == AssetCheckSeverity.WARN
 
@@ -123,14 +127,14 @@ def test_in_a_run_a_failed_error_check_blocks_the_models_downstream(checks, lake
         return None
 
     resources = {"lake": LakeResource(root=str(lake.root)), "spark": SparkResource()}
-    written["rows"] = offsets([("g1", 5, "x")])
+    written["rows"] = offsets(lake, [("g1", 5, "x")])
     result = materialize([write_model, downstream_report, checks[MODEL]], resources=resources)
     [evaluation] = result.get_asset_check_evaluations()
     assert evaluation.passed and result.success
     assert {e.asset_key for e in result.get_asset_materialization_events()} == {
         AssetKey(MODEL), AssetKey("downstream_report")}
 
-    written["rows"] = offsets([(None, 5, "x")])
+    written["rows"] = offsets(lake, [(None, 5, "x")])
     result = materialize([write_model, downstream_report, checks[MODEL]], resources=resources, raise_on_error=False)
     [evaluation] = result.get_asset_check_evaluations()
     assert not evaluation.passed and evaluation.severity == AssetCheckSeverity.ERROR

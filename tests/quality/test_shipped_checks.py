@@ -13,11 +13,13 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from offsets_platform.lake.tables import table_spec
+from offsets_platform.lake.tables import TABLES, table_spec, with_model_tables
 from offsets_platform.models import default_project
-from offsets_platform.models.project import register_model_tables_of
+from offsets_platform.models.project import model_table_specs
 from offsets_platform.quality import CheckSpec, specs_for_model, specs_for_source, validate
 
+# the shipped project's tables, its models' and the bronze tables it reads
+SHIPPED_TABLES = with_model_tables(TABLES, model_table_specs())
 LOW_TIME, HIGH_TIME = datetime(2000, 1, 1, tzinfo=timezone.utc), datetime(2030, 1, 1, tzinfo=timezone.utc)
 
 
@@ -45,7 +47,7 @@ def _bad_value(arrow_type, specs: list[CheckSpec], column: str, pair_row: bool):
 
 def _broken_rows(table: str, specs: list[CheckSpec]) -> list[dict]:
     """Row 0 nulls, rows 1 and 2 duplicates of bad values, row 3 with every pair reversed."""
-    schema = table_spec(table).schema
+    schema = table_spec(table, SHIPPED_TABLES).schema
     must_not_be_null = {s.columns[0] for s in specs if s.test == "not_null"}
     bad = {f.name: _bad_value(f.type, specs, f.name, pair_row=False) for f in schema}
     nulls = {name: (None if name in must_not_be_null else value) for name, value in bad.items()}
@@ -62,8 +64,7 @@ def _tables_with_tests() -> list[tuple[str, list[CheckSpec]]]:
 
 @pytest.mark.parametrize("table,specs", _tables_with_tests(), ids=lambda value: value if isinstance(value, str) else "")
 def test_every_declared_check_fails_on_a_broken_table(spark, table, specs):
-    register_model_tables_of(default_project())
-    schema = from_arrow_schema(table_spec(table).schema)
+    schema = from_arrow_schema(table_spec(table, SHIPPED_TABLES).schema)
     frame = spark.createDataFrame(_broken_rows(table, specs), schema)
     result = validate(frame, table, specs)
     passing = [outcome.description for outcome in result.outcomes if outcome.success]

@@ -3,7 +3,7 @@
 import pyarrow as pa
 import pytest
 
-from offsets_platform.lake import Lake, table_spec
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.report import FIGURES, key_numbers, write_report
 
 TABLES = ["group_state_history", "consumer_lag", "unconsumed_messages", "retention_forecast", "expirable_offsets",
@@ -12,10 +12,10 @@ TABLES = ["group_state_history", "consumer_lag", "unconsumed_messages", "retenti
 
 @pytest.mark.parametrize("tables", ["missing", "empty"])
 def test_figures_of_a_lake_without_rows_say_no_data(tmp_path, tables):
-    lake = Lake(tmp_path / "lake")
+    lake = lake_for_models(tmp_path / "lake")
     if tables == "empty":
         for name in TABLES:
-            lake.append(name, pa.Table.from_pylist([], schema=table_spec(name).schema))
+            lake.append(name, pa.Table.from_pylist([], schema=lake.spec(name).schema))
     for element_id, make in FIGURES.items():
         figure = make(lake)
         assert figure.layout.title.text.endswith(": no data"), element_id

@@ -21,7 +21,7 @@ from assets.definitions import defs
 from assets.key_numbers import (KEY_NUMBERS, expirable_offsets_numbers, group_state_numbers, key_numbers,
                                 markdown_table, unconsumed_messages_numbers)
 from offsets_platform.lake import Lake
-from offsets_platform.lake.tables import table_spec
+from offsets_platform.models.project import lake_for_models
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import run_models
 
@@ -53,7 +53,7 @@ def lake(spark, tmp_path_factory) -> Lake:
                    logs=[{"topic": "events", "partition": 0, "log_start_offset": start, "log_end_offset": end}],
                    offsets=[{"group": g, "topic": "events", "partition": 0, "committed_offset": o}
                             for g, o in (("slow", slow), ("fast", fast))])
-    the_lake = Lake(tmp_path_factory.mktemp("key_numbers") / "lake")
+    the_lake = lake_for_models(tmp_path_factory.mktemp("key_numbers") / "lake")
     b.write(the_lake)
     run_models(spark, the_lake, AS_OF)
     return the_lake
@@ -96,14 +96,14 @@ def test_messages_lost_to_retention(lake):
 def test_only_the_three_models_have_key_numbers_and_a_missing_table_has_none(lake, tmp_path):
     assert set(KEY_NUMBERS) == {"group_state", "expirable_offsets", "unconsumed_messages"}
     assert key_numbers(lake, "consumer_lag") == {}
-    assert key_numbers(Lake(tmp_path / "empty"), "group_state") == {}
+    assert key_numbers(lake_for_models(tmp_path / "empty"), "group_state") == {}
     assert key_numbers(lake, "unconsumed_messages") == unconsumed_messages_numbers(lake)
 
 
 def test_empty_tables_say_so_in_words(tmp_path):
-    empty = Lake(tmp_path / "lake")
+    empty = lake_for_models(tmp_path / "lake")
     for name in KEY_NUMBERS:
-        empty.append(name, table_spec(name).schema.empty_table())
+        empty.append(name, empty.spec(name).schema.empty_table())
     assert group_state_numbers(empty)["groups"] == 0
     assert group_state_numbers(empty)["groups_by_state"].value == "No groups known."
     expiring = expirable_offsets_numbers(empty)
@@ -123,7 +123,7 @@ def test_markdown_tables_escape_cells_and_count_what_they_leave_out():
 
 def test_the_model_assets_put_their_key_numbers_on_the_materialization(lake, tmp_path):
     # On a copy: Dagster's run evaluates the rules "now", not on day 10.
-    copy = Lake(shutil.copytree(lake.root, tmp_path / "lake"))
+    copy = lake_for_models(shutil.copytree(lake.root, tmp_path / "lake"))
     keys = {AssetKey(name) for name in KEY_NUMBERS}
     job = defs.resolve_job_def("refresh").get_subset(asset_selection=keys, asset_check_selection=set())
     with DagsterInstance.ephemeral() as instance:
