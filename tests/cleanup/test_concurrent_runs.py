@@ -7,13 +7,13 @@ would read the audit before either wrote to it.
 
 from __future__ import annotations
 
-import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PLANS, CleanupPlan, PlannedAction, PlanError, save_plan
 from offsets_platform.lake import Lake
+from tests.at_once import Meeting, run_at_once
 from tests.cleanup.apply_helpers import approved_plan, delete_group_action, listed_groups, plan_audit
 from tests.cleanup.cli_process import run_cli_processes
 from tests.cleanup.direct_helpers import PAYMENTS, empty_group
@@ -55,34 +55,25 @@ def test_two_runs_saving_the_same_plan_at_once_store_it_once(tmp_path, monkeypat
         PlannedAction(OFFSET_DELETE, "busy", "gone", 0, "stale", {"member_count": 1, "committed_offset": 4})))
 
     # Each run appends only once the other has checked too, as two runs started together would;
-    # a run that waits for the lease never gets there, and the barrier gives up after 3 s.
-    both_checked = threading.Barrier(2, timeout=3)
+    # a run that waits for the lease never gets there (tests/at_once.py).
+    meet = Meeting()
     real_append = Lake.append
 
     def append_once_both_checked(self, name, data):
         if name == PLANS:
-            try:
-                both_checked.wait()
-            except threading.BrokenBarrierError:
-                pass
+            meet.wait()
         return real_append(self, name, data)
 
     monkeypatch.setattr(Lake, "append", append_once_both_checked)
-    results: list[str] = []
 
-    def run() -> None:
+    def run() -> str:
         try:
             save_plan(Lake(root), plan)
-            results.append("stored")
+            return "stored"
         except PlanError as error:
-            results.append(str(error))
+            return str(error)
 
-    runs = [threading.Thread(target=run) for _ in range(2)]
-    for thread in runs:
-        thread.start()
-    for thread in runs:
-        thread.join(30)
-
+    results = run_at_once(run, timeout_s=30)
     assert sorted(results) == ["plan same-plan is already stored; plans never change", "stored"]
     rows = Lake(root).read_arrow(PLANS).to_pylist()
     assert sorted(row["action_id"] for row in rows if row["plan_id"] == "same-plan") == sorted(

@@ -1,14 +1,12 @@
 """Two ingests of one lake at the same moment, on the real broker: every record lands once.
 
 Each run is made to pause once it has read the lake's resume positions, until the other has read
-them too (a barrier that gives up after a few seconds). Without the lake's "ingest" lease both
+them too (tests/at_once.py). Without the lake's "ingest" lease both
 read the same positions and both append everything; with it, the second run reads the positions
 only after the first finished, so the barrier gives up and the second run finds nothing new.
 """
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 
@@ -17,6 +15,7 @@ from offsets_platform.ingest import offsets_topic
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import LeaseBusy, hold_lease
+from tests.at_once import Meeting, run_at_once
 from tests.ingest.conftest import produce
 from tests.ingest.test_offsets_topic_ingest import keys_of, many_records
 
@@ -28,29 +27,11 @@ def test_two_ingests_at_once_write_each_record_once(mirror_connection, tmp_path,
     produce(mirror_connection, records)
     root = tmp_path / "lake"
 
-    both_read = threading.Barrier(2, timeout=5)
-    real_resume_positions = offsets_topic.resume_positions
-
-    def resume_positions_together(lake, topic):
-        positions = real_resume_positions(lake, topic)
-        try:
-            both_read.wait()
-        except threading.BrokenBarrierError:
-            pass
-        return positions
-
-    monkeypatch.setattr(offsets_topic, "resume_positions", resume_positions_together)
+    meet = Meeting()
+    monkeypatch.setattr(offsets_topic, "resume_positions", meet.after(offsets_topic.resume_positions))
     waiting: list[str] = []
-    results = []
-
-    def run() -> None:
-        results.append(ingest_offsets_topic(mirror_connection, Lake(root), batch_records=500, emit=waiting.append))
-
-    runs = [threading.Thread(target=run) for _ in range(2)]
-    for thread in runs:
-        thread.start()
-    for thread in runs:
-        thread.join(120)
+    results = run_at_once(lambda: ingest_offsets_topic(mirror_connection, Lake(root), batch_records=500,
+                                                       emit=waiting.append))
 
     assert len(results) == 2
     assert sorted(result.records_read for result in results) == [0, len(records)]

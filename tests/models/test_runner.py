@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import LeaseBusy, hold_lease
 from offsets_platform.models import ModelRunError, ModelRunner, default_project, lake_for_models, load_project
+from tests.at_once import Meeting, run_at_once
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import rows_by
 from tests.models.test_project import write_project
@@ -270,36 +269,18 @@ def test_a_model_whose_inputs_did_not_change_is_not_run_again(spark, tmp_path):
 
 
 def test_two_refreshes_of_one_model_at_once_run_it_once(spark, tmp_path, monkeypatch):
-    # Each run pauses once it has read the model's last run, until the other read it too (the
-    # barrier gives up after a few seconds). Without the model's lease both would run it.
+    # Each run pauses once it has read the model's last run, until the other read it too
+    # (tests/at_once.py). Without the model's lease both would run it.
     builder = BronzeBuilder()
     _history(builder, 0)
     lake_root = tmp_path / "lake"
     builder.write(Lake(lake_root))
-    both_read = threading.Barrier(2, timeout=5)
-    real_last_versions = ModelRunner._last_versions
-
-    def last_versions_together(self, model, any_code=False):
-        versions = real_last_versions(self, model, any_code)
-        try:
-            both_read.wait()
-        except threading.BrokenBarrierError:
-            pass
-        return versions
-
-    monkeypatch.setattr(ModelRunner, "_last_versions", last_versions_together)
+    meet = Meeting()
+    monkeypatch.setattr(ModelRunner, "_last_versions", meet.after(ModelRunner._last_versions))
     said: list[str] = []
-    modes: list[str] = []
-
-    def refresh() -> None:
-        runner = ModelRunner(spark, Lake(lake_root), variables=AS_OF, emit=said.append)
-        modes.append(runner.run("log_offset_state").mode)
-
-    runs = [threading.Thread(target=refresh) for _ in range(2)]
-    for thread in runs:
-        thread.start()
-    for thread in runs:
-        thread.join(120)
+    runs = run_at_once(lambda: ModelRunner(spark, Lake(lake_root), variables=AS_OF, emit=said.append)
+                       .run("log_offset_state"))
+    modes = [run.mode for run in runs]
     assert sorted(modes) == ["full", "unchanged"]
     assert any(line.startswith("waiting up to 600 s for the lake's 'model-log_offset_state' lease, held by "
                                "refresh of model log_offset_state (pid ") for line in said), said
