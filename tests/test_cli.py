@@ -1,5 +1,7 @@
 """The `offsets-platform` command line against a real broker, and against a down one."""
 
+import pytest
+
 from offsets_platform.cli import main
 from offsets_platform.codec import encode
 from offsets_platform.broker.embedded import free_loopback_port
@@ -65,3 +67,13 @@ def test_models_command_runs_the_models_and_summarises(spark, tmp_path, capsys):
     assert "OffsetDelete cli-models dropped-0 (offset 5)" in output
     expirable = lake_for_models(tmp_path / "lake").read_arrow("expirable_offsets").to_pylist()
     assert [(r["rule"], r["retention_minutes"]) for r in expirable] == [("unsubscribed_topic", 60)]
+
+
+@pytest.mark.parametrize("command", [["models"], ["plan"], ["show", "p1"], ["approve", "p1", "--by", "ops"],
+                                     ["apply", "p1", "--bootstrap-server", "127.0.0.1:9"], ["rebase"]])
+def test_a_command_that_reads_a_lake_that_is_not_there_says_so_and_creates_nothing(command, tmp_path, capsys):
+    home = tmp_path / "nowhere"
+    assert main([*command, "--home", str(home)]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: there is no lake in {home / 'lake'}: give the --home of an existing lake"), error
+    assert not home.exists()

@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from offsets_platform.cli.direct import add_direct_commands
-from offsets_platform.cli.args import cluster_and_lake, lake_of
+from offsets_platform.cli.args import NoLake, cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cleanup.plans import PlanError
@@ -62,7 +62,7 @@ def _models(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.models import ModelRunError, ModelRunner
     from offsets_platform.summary import models_summary
 
-    lake = lake_of(args, settings)
+    lake = lake_of(args, settings, must_exist=True)
     print(f"running the Spark SQL models on the lake in {lake.root}")
     runner = ModelRunner(get_spark(master=settings.spark_master, remote=settings.spark_remote), lake,
                          variables={"offsets_retention_minutes_fallback": args.offsets_retention_minutes})
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args, Settings.from_env())
     except (BrokerStartFailed, BrokerUnreachable, IngestError, KafkaNotInstalled, LeaseBusy, LogMismatch, MissingTable,
-            PlanError, PortInUse, SparkConnectError) as error:
+            NoLake, PlanError, PortInUse, SparkConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -11,21 +11,40 @@ from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection, Settings, os_user
 
 
-def lake_of(args: argparse.Namespace, settings: Settings) -> Lake:
+class NoLake(RuntimeError):
+    """A command that reads a lake was pointed at a folder without one."""
+
+
+def lake_of(args: argparse.Namespace, settings: Settings, must_exist: bool = False) -> Lake:
     """The lake under --home, else the configured one, knowing the shipped models' tables (the
-    commands read or write them)."""
-    return lake_for_models(Path(args.home) / "lake" if args.home else settings.lake_root)
+    commands read or write them).
+
+    Raises:
+        NoLake: `must_exist` and there is no lake there. A command that only reads would
+            otherwise answer "nothing to do" about a lake that is not there (a false all-clear),
+            and leave an empty one behind.
+    """
+    lake = lake_for_models(Path(args.home) / "lake" if args.home else settings.lake_root)
+    if must_exist and not lake.root.is_dir():
+        raise NoLake(f"there is no lake in {lake.root}: give the --home of an existing lake (or set "
+                     "OFFSETS_PLATFORM_HOME), or fill this one first with `offsets-platform ingest`")
+    return lake
 
 
-def cluster_and_lake(args: argparse.Namespace, settings: Settings) -> tuple[KafkaConnection, Lake] | None:
-    """The connection and lake a command works on, or None (after saying so) when no address was given."""
+def cluster_and_lake(args: argparse.Namespace, settings: Settings,
+                     must_exist: bool = False) -> tuple[KafkaConnection, Lake] | None:
+    """The connection and lake a command works on, or None (after saying so) when no address was given.
+
+    Raises:
+        NoLake: `must_exist` and there is no lake there.
+    """
     connection = settings.kafka
     if args.bootstrap_server:
         connection = connection.with_bootstrap(args.bootstrap_server)
     if connection.is_embedded:
         print("error: give --bootstrap-server or set OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", file=sys.stderr)
         return None
-    return connection, lake_of(args, settings)
+    return connection, lake_of(args, settings, must_exist)
 
 
 def requester(args: argparse.Namespace) -> str:

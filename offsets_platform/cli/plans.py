@@ -51,7 +51,7 @@ def _home(parser: argparse.ArgumentParser) -> None:
 def _plan(args, settings: Settings) -> int:
     from offsets_platform.cleanup.plans import build_plan, save_plan
 
-    lake = lake_of(args, settings)
+    lake = lake_of(args, settings, must_exist=True)
     plan = build_plan(lake, created_by=requester(args), idle_hours=args.idle_hours,
                       clean_early=tuple(args.clean_early), valid_hours=args.valid_hours)
     if not plan.actions:
@@ -68,7 +68,7 @@ def _show(args, settings: Settings) -> int:
     from offsets_platform.cleanup.approvals import approved_actions
     from offsets_platform.cleanup.plans import load_plan
 
-    lake = lake_of(args, settings)
+    lake = lake_of(args, settings, must_exist=True)
     plan = load_plan(lake, args.plan_id)
     _print_plan(plan, approved_actions(lake, plan), _audit(lake, plan.plan_id))
     return 0
@@ -77,8 +77,8 @@ def _show(args, settings: Settings) -> int:
 def _approve(args, settings: Settings) -> int:
     from offsets_platform.cleanup.approvals import approve
 
-    approval = approve(lake_of(args, settings), args.plan_id, args.by, action_ids=args.action or None,
-                       comment=args.comment)
+    approval = approve(lake_of(args, settings, must_exist=True), args.plan_id, args.by,
+                       action_ids=args.action or None, comment=args.comment)
     print(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {args.plan_id}")
     return 0
 
@@ -86,7 +86,7 @@ def _approve(args, settings: Settings) -> int:
 def _apply(args, settings: Settings) -> int:
     from offsets_platform.cleanup.apply import apply_plan
 
-    target = cluster_and_lake(args, settings)
+    target = cluster_and_lake(args, settings, must_exist=True)
     if target is None:
         return 2
     connection, lake = target

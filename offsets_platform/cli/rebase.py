@@ -9,7 +9,6 @@ table as it moves; those waiting go on afterwards on the empty lake.
 from __future__ import annotations
 
 import argparse
-import sys
 from contextlib import ExitStack
 
 from offsets_platform.cleanup.apply import APPLY_LEASE
@@ -37,10 +36,7 @@ def _rebase(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.models import default_project
     from offsets_platform.models.runner import model_lease
 
-    lake = lake_of(args, settings)
-    if not lake.root.is_dir():
-        print(f"error: there is no lake in {lake.root}", file=sys.stderr)
-        return 1
+    lake = lake_of(args, settings, must_exist=True)
     leases = [INGEST_LEASE, PLANS_LEASE, APPLY_LEASE] + [model_lease(m.name) for m in default_project().models]
     with ExitStack() as held:
         for name in leases:

@@ -53,8 +53,9 @@ def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection
 
 def test_a_plan_before_the_models_ran_says_to_run_them_and_changes_nothing(tmp_path, capsys):
     # an empty plan here would read as "nothing to clean up" while nothing was looked at
+    (tmp_path / "lake").mkdir()  # a lake that ingest created, and no model has run on
     status, output = _run(["plan", "--home", str(tmp_path)], capsys)
     assert status == 1
     assert "expirable_offsets" in output and "offsets-platform models" in output
     assert "nothing to clean up" not in output
-    assert not (tmp_path / "lake").exists()
+    assert list((tmp_path / "lake").iterdir()) == []
