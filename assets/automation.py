@@ -12,8 +12,10 @@
 
 These settings are read when the definitions load (a schedule's cron is part of its definition),
 unlike the run settings, which are read when a run starts. Schedules and the sensor start running
-when the Dagster daemon runs (`make ui`); `OFFSETS_PLATFORM_AUTOMATION=stopped` makes them start
-stopped, to be turned on in the UI. Every run they start uses the in-process executor.
+with the Dagster daemon (`make ui`) when a cluster is configured (`OFFSETS_PLATFORM_BOOTSTRAP_SERVERS`),
+and stopped otherwise: every 15 minutes they would start the embedded broker, empty, and Spark, to
+watch nothing. `OFFSETS_PLATFORM_AUTOMATION=running` or `stopped` decides either way. Every run
+they start uses the in-process executor.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ CLEANUP_CRON_ENV = "OFFSETS_PLATFORM_CLEANUP_CRON"
 DEFAULT_CLEANUP_CRON = "0 6 * * *"
 INGEST_MAX_LAG_ENV = "OFFSETS_PLATFORM_INGEST_MAX_LAG_MINUTES"
 AUTOMATION_ENV = "OFFSETS_PLATFORM_AUTOMATION"
+BOOTSTRAP_SERVERS_ENV = "OFFSETS_PLATFORM_BOOTSTRAP_SERVERS"  # the cluster the runs watch (settings.py)
 TIMEZONE = "UTC"
 UNFINISHED_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING,
                        DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
@@ -156,7 +159,8 @@ def _max_lag(environ: Mapping[str, str], refresh_cron: str) -> timedelta:
 
 
 def _running(environ: Mapping[str, str]) -> bool:
-    value = (environ.get(AUTOMATION_ENV) or "running").strip().lower()
+    cluster_configured = bool((environ.get(BOOTSTRAP_SERVERS_ENV) or "").strip())
+    value = (environ.get(AUTOMATION_ENV) or ("running" if cluster_configured else "stopped")).strip().lower()
     if value not in ("running", "stopped"):
         raise ValueError(f"{AUTOMATION_ENV}={value!r} must be 'running' or 'stopped'")
     return value == "running"

@@ -12,8 +12,8 @@ import pytest
 from dagster import (AssetCheckKey, AssetKey, AssetMaterialization, DagsterInstance, DefaultScheduleStatus,
                      DefaultSensorStatus, build_schedule_context, build_sensor_context, instance_for_test)
 
-from assets.automation import (AUTOMATION_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, REFRESH_CRON_ENV,
-                               build_automation)
+from assets.automation import (AUTOMATION_ENV, BOOTSTRAP_SERVERS_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV,
+                               REFRESH_CRON_ENV, build_automation)
 from assets.bronze import offsets_topic_bronze
 from assets.definitions import automation, defs, refresh_job
 from assets.snapshots import cluster_snapshot
@@ -29,6 +29,12 @@ GRAPH = defs.resolve_asset_graph()
 BRONZE = {key for key in GRAPH.get_all_asset_keys() if GRAPH.get(key).group_name == "bronze"}
 
 
+def automation_running() -> bool:
+    """What the definitions loaded in this process decided, from this process's environment."""
+    default = "running" if os.environ.get(BOOTSTRAP_SERVERS_ENV) else "stopped"
+    return os.environ.get(AUTOMATION_ENV, default) == "running"
+
+
 def test_every_job_schedule_and_sensor_resolves_with_the_in_process_executor():
     jobs = {job.name: job for job in defs.resolve_all_job_defs()}
     assert JOBS <= set(jobs)
@@ -37,13 +43,13 @@ def test_every_job_schedule_and_sensor_resolves_with_the_in_process_executor():
     for name, (cron, job_name) in SCHEDULES.items():
         schedule = defs.resolve_schedule_def(name)
         assert (schedule.cron_schedule, schedule.job_name, schedule.execution_timezone) == (cron, job_name, "UTC")
-        assert schedule.default_status == (DefaultScheduleStatus.STOPPED if os.environ.get(AUTOMATION_ENV) == "stopped"
-                                           else DefaultScheduleStatus.RUNNING)
+        assert schedule.default_status == (DefaultScheduleStatus.RUNNING if automation_running()
+                                           else DefaultScheduleStatus.STOPPED)
         assert schedule.description
         assert defs.resolve_job_def(schedule.job_name).executor_def.name == "in_process"
     sensor = defs.resolve_sensor_def("freshness_checks_sensor")
-    assert sensor.default_status == (DefaultSensorStatus.STOPPED if os.environ.get(AUTOMATION_ENV) == "stopped"
-                                     else DefaultSensorStatus.RUNNING)
+    assert sensor.default_status == (DefaultSensorStatus.RUNNING if automation_running()
+                                     else DefaultSensorStatus.STOPPED)
     assert {s.name for s in defs.schedules} == set(SCHEDULES) and {s.name for s in defs.sensors} == {sensor.name}
 
 
@@ -124,6 +130,18 @@ def test_automation_settings_are_checked_and_named_in_errors():
         build(**{INGEST_MAX_LAG_ENV: "-1"})
     with pytest.raises(ValueError, match=AUTOMATION_ENV):
         build(**{AUTOMATION_ENV: "maybe"})
+
+
+def test_the_schedules_run_by_default_only_when_a_cluster_is_configured():
+    def status(**environ):
+        automation = build_automation(refresh_job, [offsets_topic_bronze, cluster_snapshot], refreshed_keys=[],
+                                      environ=environ)
+        return {definition.default_status.value for definition in (*automation.schedules, *automation.sensors)}
+
+    assert status() == {"STOPPED"}  # the embedded broker: an empty cluster every 15 minutes
+    assert status(**{BOOTSTRAP_SERVERS_ENV: "kafka-1:9092"}) == {"RUNNING"}
+    assert status(**{AUTOMATION_ENV: "running"}) == {"RUNNING"}
+    assert status(**{BOOTSTRAP_SERVERS_ENV: "kafka-1:9092", AUTOMATION_ENV: "stopped"}) == {"STOPPED"}
 
 
 def test_freshness_checks_fail_for_bronze_that_ingest_left_behind_and_the_sensor_requests_them():
