@@ -31,8 +31,8 @@ import pyarrow.compute as pc
 from offsets_platform.codec import decode_batch
 from offsets_platform.ingest.log_check import IDENTITY, Gap, check_identity, check_positions, identity_row
 from offsets_platform.ingest.progress import Progress
-from offsets_platform.kafka.log_identity import read_log_identity
-from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
+from offsets_platform.kafka.log_identity import LogIdentity, read_log_identity
+from offsets_platform.kafka.offsets_topic import OffsetsTopicReader, ReadPlan
 from offsets_platform.kafka.open_transactions import read_past_stable_offsets
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
@@ -138,19 +138,7 @@ def ingest_offsets_topic(
         reader.connect()  # a down broker must not leave even empty tables behind
         identity = read_log_identity(connection)
         with hold_lease(lake.root, INGEST_LEASE, purpose, wait_s=lease_wait_s, emit=emit):
-            topic, address = connection.offsets_topic, connection.bootstrap_servers
-            positions = resume_positions(lake, topic)
-            recorded = check_identity(lake, topic, address, identity)
-            plan = reader.plan(positions)
-            gaps = check_positions(lake, topic, address, positions, plan, accept_gap)
-            if recorded is None:
-                lake.append(IDENTITY, identity_row(identity, topic, result.run_id))
-                if positions:  # a lake written before identities were recorded
-                    emit(f"recorded the log this lake reads: {identity.describe()}")
-            if gaps:
-                lake.append(CHECKPOINTS, gap_checkpoint_rows(gaps, result.run_id, topic))
-                emit(f"skipped {sum(gap.records for gap in gaps):,} records of {topic} deleted before ingest "
-                     f"read them, in {len(gaps)} partitions (recorded in {CHECKPOINTS}.skipped_records)")
+            plan = plan_in_the_lakes_log(lake, reader, identity, result.run_id, accept_gap, emit)
             already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
             result.resumed_from, result.end_offsets = plan.start, plan.end
             # The open transactions as of the plan (plan.end is where read_committed stops: each
@@ -169,6 +157,32 @@ def ingest_offsets_topic(
         emit(f"{pending.num_rows:,} offset commits are in transactions still open (kept in {PENDING})")
     result.seconds = (datetime.now(timezone.utc) - started).total_seconds()
     return result
+
+
+def plan_in_the_lakes_log(lake: Lake, reader: OffsetsTopicReader, identity: LogIdentity, run_id: str,
+                          accept_gap: bool, emit: Callable[[str], None]) -> ReadPlan:
+    """The read plan from the lake's positions, once the log is known to be the lake's.
+
+    The first run records the log's identity; an accepted gap is checkpointed, so that later
+    runs resume after it.
+
+    Raises:
+        LogMismatch: see offsets_platform.ingest.log_check.
+    """
+    topic, address = reader.topic, reader.connection.bootstrap_servers
+    positions = resume_positions(lake, topic)
+    recorded = check_identity(lake, topic, address, identity)
+    plan = reader.plan(positions)
+    gaps = check_positions(lake, topic, address, positions, plan, accept_gap)
+    if recorded is None:
+        lake.append(IDENTITY, identity_row(identity, topic, run_id))
+        if positions:  # a lake written before identities were recorded
+            emit(f"recorded the log this lake reads: {identity.describe()}")
+    if gaps:
+        lake.append(CHECKPOINTS, gap_checkpoint_rows(gaps, run_id, topic))
+        emit(f"skipped {sum(gap.records for gap in gaps):,} records of {topic} deleted before ingest "
+             f"read them, in {len(gaps)} partitions (recorded in {CHECKPOINTS}.skipped_records)")
+    return plan
 
 
 def write_batch(lake: Lake, raw: pa.Table, result: IngestResult, started: datetime,
