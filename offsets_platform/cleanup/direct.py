@@ -24,6 +24,9 @@ requested consumer groups (...)" lines. The deliberate differences:
 
 Every outcome becomes one `cleanup_audit` row: 'deleted' and 'failed' for what the broker
 answered, 'skipped' for what was not sent (refused here, or a topic the cluster does not list).
+Before a request goes out, a 'sending' row per partition or group records the intent, and each
+answer's row names it (`intent_id`): a command killed between the two leaves the intent, so the
+audit still says what was sent.
 """
 
 from __future__ import annotations
@@ -31,10 +34,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Callable
 
 import kafka.errors as Errors
 import pyarrow as pa
 
+from offsets_platform.cleanup.audit import SENDING
 from offsets_platform.cleanup.kafka_calls import (
     GroupCallError, GroupOutcome, LiveGroupState, PartitionOutcome, TopicMetadata, delete_groups, delete_offsets,
     error_message, live_group, topic_metadata,
@@ -155,14 +160,16 @@ class DeleteOffsetsResult:
 
 
 def run_delete_offsets(admin: SnapshotAdminClient, group: str, topics: list[TopicRequest],
-                       force: bool = False) -> DeleteOffsetsResult:
+                       force: bool = False, before_send: Callable[[list[tuple[str, int]]], None] | None = None,
+                       ) -> DeleteOffsetsResult:
     """Delete the group's committed offsets of the requested topics: all checks first, then one OffsetDelete.
 
     A topic without partitions means every partition of the topic, from the cluster metadata (as
     Kafka's tool does); a topic the metadata does not list gets one row, not sent. Partitions
     named explicitly are sent as they are: the broker answers UNKNOWN_TOPIC_OR_PARTITION for one
     that does not exist. Without `force`, nothing is sent when live members subscribe to any
-    requested topic.
+    requested topic. `before_send` is called with the (topic, partition) pairs just before the
+    request goes out.
 
     Raises:
         BrokerUnreachable: the cluster did not answer before anything was sent.
@@ -182,6 +189,8 @@ def run_delete_offsets(admin: SnapshotAdminClient, group: str, topics: list[Topi
             OffsetRow(topic, partition, SKIPPED, SUBSCRIBED, note=f"not sent: {refusal}") if topic in in_use
             else OffsetRow(topic, partition, SKIPPED, note="not sent: the request named subscribed topics")
             for topic, partition in partitions], refusal=refusal)
+    if before_send is not None:
+        before_send(partitions)
     outcomes = delete_offsets(admin, group, partitions)
     rows += [_offset_row(outcome, outcome.topic in in_use, live) for outcome in outcomes]
     group_level = next((o for o in outcomes if o.group_level), None)
@@ -212,36 +221,59 @@ class DeleteGroupsResult:
         return lines
 
 
-def run_delete_groups(admin: SnapshotAdminClient, groups: list[str]) -> DeleteGroupsResult:
-    """Delete the groups (DeleteGroups, one request per coordinator); the broker enforces emptiness."""
+def run_delete_groups(admin: SnapshotAdminClient, groups: list[str],
+                      before_send: Callable[[list[str]], None] | None = None) -> DeleteGroupsResult:
+    """Delete the groups (DeleteGroups, one request per coordinator); the broker enforces emptiness.
+    `before_send` is called with the groups just before the requests go out."""
+    if before_send is not None:
+        before_send(groups)
     return DeleteGroupsResult(delete_groups(admin, groups))
 
 
 @dataclass(frozen=True)
 class AuditContext:
-    """Who asked, against which cluster, and when: the same on every row of one command."""
+    """Who asked, against which cluster: the same on every row of one command."""
 
     bootstrap_servers: str
     requested_by: str
-    at: datetime
-
-    @classmethod
-    def now(cls, bootstrap_servers: str, requested_by: str) -> "AuditContext":
-        return cls(bootstrap_servers, requested_by, datetime.now(timezone.utc))
 
 
-def audit_offsets(context: AuditContext, result: DeleteOffsetsResult) -> pa.Table:
-    """The `cleanup_audit` rows of a delete-offsets run (origin 'cli')."""
+def offset_intents(context: AuditContext, group: str, partitions: list[tuple[str, int]]) -> pa.Table:
+    """The 'sending' rows of a delete-offsets request, one per partition (origin 'cli')."""
+    return _audit_table([_audit_row(context, OFFSET_DELETE, group, topic, partition, SENDING, None,
+                                    "OffsetDelete about to be sent; its outcome follows in a row naming this one")
+                         for topic, partition in partitions])
+
+
+def group_intents(context: AuditContext, groups: list[str]) -> pa.Table:
+    """The 'sending' rows of a delete-groups request, one per group (origin 'cli')."""
+    return _audit_table([_audit_row(context, DELETE_GROUPS, group, None, None, SENDING, None,
+                                    "DeleteGroups about to be sent; its outcome follows in a row naming this one")
+                         for group in groups])
+
+
+def audit_offsets(context: AuditContext, result: DeleteOffsetsResult, intents: pa.Table | None = None) -> pa.Table:
+    """The `cleanup_audit` rows of a delete-offsets run (origin 'cli'), each answer naming its intent."""
+    intent_ids = _intent_ids(intents)
     return _audit_table([
-        _audit_row(context, OFFSET_DELETE, result.group, row.topic, row.partition, row.outcome, row.error, row.detail)
+        _audit_row(context, OFFSET_DELETE, result.group, row.topic, row.partition, row.outcome, row.error, row.detail,
+                   intent_ids.get((result.group, row.topic, row.partition)) if row.outcome != SKIPPED else None)
         for row in result.rows])
 
 
-def audit_groups(context: AuditContext, result: DeleteGroupsResult) -> pa.Table:
-    """The `cleanup_audit` rows of a delete-groups run (origin 'cli')."""
+def audit_groups(context: AuditContext, result: DeleteGroupsResult, intents: pa.Table | None = None) -> pa.Table:
+    """The `cleanup_audit` rows of a delete-groups run (origin 'cli'), each answer naming its intent."""
+    intent_ids = _intent_ids(intents)
     return _audit_table([
-        _audit_row(context, DELETE_GROUPS, o.group, None, None, DELETED if o.ok else FAILED, o.error, o.message)
+        _audit_row(context, DELETE_GROUPS, o.group, None, None, DELETED if o.ok else FAILED, o.error, o.message,
+                   intent_ids.get((o.group, None, None)))
         for o in result.outcomes])
+
+
+def _intent_ids(intents: pa.Table | None) -> dict[tuple, str]:
+    if intents is None:
+        return {}
+    return {(row["group"], row["topic"], row["partition"]): row["audit_id"] for row in intents.to_pylist()}
 
 
 def record_audit(lake: Lake, rows: pa.Table) -> None:
@@ -308,11 +340,11 @@ def _error_text(error: str | None, message: str | None) -> str:
 
 
 def _audit_row(context: AuditContext, action: str, group: str, topic: str | None, partition: int | None,
-               outcome: str, error: str | None, detail: str | None) -> dict:
+               outcome: str, error: str | None, detail: str | None, intent_id: str | None = None) -> dict:
     return {"audit_id": uuid.uuid4().hex, "plan_id": None, "action_id": None, "origin": "cli", "action": action,
             "group": group, "topic": topic, "partition": partition, "outcome": outcome, "error": error,
             "detail": detail, "bootstrap_servers": context.bootstrap_servers,
-            "requested_by": context.requested_by, "at": context.at}
+            "requested_by": context.requested_by, "at": datetime.now(timezone.utc), "intent_id": intent_id}
 
 
 def _audit_table(rows: list[dict]) -> pa.Table:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 
 from offsets_platform.cleanup.direct import (
-    AuditContext, audit_groups, audit_offsets, parse_topic_argument, record_audit, run_delete_groups,
-    run_delete_offsets,
+    AuditContext, audit_groups, audit_offsets, group_intents, offset_intents, parse_topic_argument, record_audit,
+    run_delete_groups, run_delete_offsets,
 )
 from offsets_platform.cli.args import cluster_and_lake, requester
 from offsets_platform.kafka.admin_calls import open_admin
@@ -61,23 +61,36 @@ def _topic_argument(value: str):
 
 
 def _delete_offsets(args: argparse.Namespace, settings: Settings) -> int:
-    return _run_audited(args, settings, lambda admin: run_delete_offsets(admin, args.group, args.topic, force=args.force),
-                        audit_offsets)
+    return _run_audited(
+        args, settings,
+        lambda admin, before_send: run_delete_offsets(admin, args.group, args.topic, force=args.force,
+                                                      before_send=before_send),
+        lambda context, partitions: offset_intents(context, args.group, partitions), audit_offsets)
 
 
 def _delete_groups(args: argparse.Namespace, settings: Settings) -> int:
-    return _run_audited(args, settings, lambda admin: run_delete_groups(admin, args.group), audit_groups)
+    return _run_audited(args, settings, lambda admin, before_send: run_delete_groups(admin, args.group, before_send),
+                        group_intents, audit_groups)
 
 
-def _run_audited(args: argparse.Namespace, settings: Settings, call, audit_rows) -> int:
-    """Send one direct command, audit every outcome, print Kafka's report; 1 when anything failed."""
+def _run_audited(args: argparse.Namespace, settings: Settings, call, intent_rows, audit_rows) -> int:
+    """Send one direct command with its intent audited first and every outcome after, print
+    Kafka's report; 1 when anything failed."""
     target = cluster_and_lake(args, settings)
     if target is None:
         return 2
     connection, lake = target
+    context = AuditContext(connection.bootstrap_servers, requester(args))
+    intents = None
+
+    def record_intents(requested) -> None:
+        nonlocal intents
+        intents = intent_rows(context, requested)
+        record_audit(lake, intents)
+
     with open_admin(connection, args.timeout / 1000, args.timeout / 1000) as admin:
-        result = call(admin)
-    record_audit(lake, audit_rows(AuditContext.now(connection.bootstrap_servers, requester(args)), result))
+        result = call(admin, record_intents)
+    record_audit(lake, audit_rows(context, result, intents))
     _print(result.report())
     return 0 if result.ok else 1
 

@@ -56,8 +56,19 @@ def run_cli(argv: list[str], capsys) -> tuple[int, list[str], str]:
     return status, captured.out.splitlines(), captured.err
 
 
-def audit_rows(home: Path, group: str | None = None) -> list[dict]:
-    """The cleanup_audit rows under `home` (of one group), oldest first."""
+def audit_rows(home: Path, group: str | None = None, intents: bool = False) -> list[dict]:
+    """The cleanup_audit rows under `home` (of one group), oldest first: the outcomes, or with
+    `intents` the 'sending' rows written before each request.
+
+    Every outcome of a request that was sent names an intent of the same group, topic and
+    partition, written before it; checked here, so that every test of the audit checks it."""
     rows = Lake(home / "lake").read_arrow("cleanup_audit").to_pylist()
-    rows = [row for row in rows if group is None or row["group"] == group]
-    return sorted(rows, key=lambda row: (row["at"], row["topic"] or "", row["partition"] or -1))
+    rows = sorted((row for row in rows if group is None or row["group"] == group),
+                  key=lambda row: (row["at"], row["topic"] or "", row["partition"] or -1))
+    sent = {row["audit_id"]: row for row in rows if row["outcome"] == "sending"}
+    for row in rows:
+        if row["outcome"] in ("deleted", "failed"):
+            intent = sent[row["intent_id"]]
+            assert (intent["group"], intent["topic"], intent["partition"]) == \
+                (row["group"], row["topic"], row["partition"]) and intent["at"] <= row["at"], row
+    return [row for row in rows if (row["outcome"] == "sending") == intents]

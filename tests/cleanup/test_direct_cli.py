@@ -8,6 +8,7 @@ for the two run side by side).
 
 from __future__ import annotations
 
+import signal
 from datetime import datetime, timezone
 
 import pytest
@@ -16,6 +17,8 @@ from offsets_platform.cleanup.direct import TopicRequest, parse_topic_argument
 from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.kafka.errors import BrokerUnreachable
 from proving_ground.workload.live.clients import committed_offsets
+from tests.cleanup.apply_helpers import listed_groups
+from tests.cleanup.cli_process import run_cli_processes
 from tests.cleanup.direct_helpers import (
     ORDERS, PAYMENTS, audit_rows, commit, empty_group, join_group, run_cli, standalone_commit,
 )
@@ -219,3 +222,20 @@ def test_topic_arguments_follow_kafkas_syntax():
     for bad in ("orders:x", "orders:-1", ":0", "orders:"):
         with pytest.raises(ValueError):
             parse_topic_argument(bad)
+
+
+@pytest.mark.parametrize("name,args", [("delete-groups", ["--group", "killed-direct"]),
+                                       ("delete-offsets", ["--group", "killed-direct", "--topic", f"{ORDERS}:0"])])
+def test_a_command_killed_after_sending_leaves_what_it_sent_in_the_audit(name, args, bootstrap, connection, admin,
+                                                                         home):
+    empty_group(bootstrap, "killed-direct", [ORDERS], {(ORDERS, 0): 5})
+    (killed,) = run_cli_processes([["--die-before-answer", "--", *command(name, bootstrap, home, *args)]])
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    if name == "delete-groups":
+        assert "killed-direct" not in listed_groups(connection), "Kafka deleted the group before the process died"
+    else:
+        assert committed_offsets(admin, "killed-direct") == {}
+    (intent,) = audit_rows(home, "killed-direct", intents=True)
+    assert (intent["action"], intent["origin"], intent["requested_by"]) == (
+        "DeleteGroups" if name == "delete-groups" else "OffsetDelete", "cli", "alice")
+    assert audit_rows(home, "killed-direct") == []  # the answer never got there; the intent says it was sent
