@@ -120,9 +120,7 @@ def _delete_offsets(admin, group: str, actions: list[PlannedAction], audit: Plan
     # a group-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) comes back on every partition
     answered = [(by_partition[(o.topic, o.partition)], FAILED if o.error else DELETED, o.error, o.message)
                 for o in kafka_calls.delete_offsets(admin, group, partitions)]
-    audit.outcomes(answered, intents)
-    for action, _, error, _ in answered:
-        emit(f"  {action.describe()}: {error or 'Successful'}")
+    _record_answers(audit, answered, intents, emit)
 
 
 def _delete_groups(admin, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool, emit) -> None:
@@ -134,9 +132,20 @@ def _delete_groups(admin, actions: list[PlannedAction], audit: PlanAudit, dry_ru
     intents = audit.intents(actions, f"DeleteGroups of {len(actions)} groups")
     answered = [(by_group[o.group], FAILED if o.error else DELETED, o.error, o.message)
                 for o in kafka_calls.delete_groups(admin, list(by_group))]
-    audit.outcomes(answered, intents)
-    for action, _, error, _ in answered:
-        emit(f"  {action.describe()}: {error or 'Successful'}")
+    _record_answers(audit, answered, intents, emit)
+
+
+def _record_answers(audit: PlanAudit, answered: list, intents: dict[str, str], emit) -> None:
+    """Audit Kafka's answers. A request whose connection was lost before the answer may have been
+    carried out or not: its intent stays open, and the next apply asks the broker which (an
+    outcome 'failed' would have it sent again, or count a deletion that happened as failed)."""
+    known = [answer for answer in answered if answer[3] != kafka_calls.CONNECTION_LOST]
+    audit.outcomes(known, intents)
+    for action, _, error, message in answered:
+        if message == kafka_calls.CONNECTION_LOST:
+            emit(f"  {action.describe()}: {message}; the next apply of the plan asks the broker what happened")
+        else:
+            emit(f"  {action.describe()}: {error or 'Successful'}")
 
 
 def _skip_if_changed(audit: PlanAudit, action: PlannedAction, live) -> bool:

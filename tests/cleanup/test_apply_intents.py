@@ -10,11 +10,13 @@ from __future__ import annotations
 import signal
 from datetime import timedelta
 
+import kafka.errors as Errors
 import pytest
 
 from offsets_platform.cleanup import kafka_calls
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.plans import PlanError
+from offsets_platform.kafka.admin_calls import SnapshotAdminClient
 from offsets_platform.lake import Lake
 from tests.cleanup.apply_helpers import (
     QUIET, approved_plan, committed, delete_group_action, listed_groups, offset_delete_actions, plan_audit, record_sends,
@@ -123,3 +125,31 @@ def test_an_intent_whose_request_never_left_is_settled_as_interrupted_and_the_ac
     assert deleted["intent_id"] == second_intent["audit_id"] and deleted["error"] is None
     assert result.count("interrupted") == 1 and result.count("deleted") == 1 and not result.failed
     assert group not in listed_groups(connection)
+
+
+def test_an_answer_lost_with_the_connection_is_settled_by_the_next_apply_not_recorded_failed(
+        bootstrap, connection, tmp_path, monkeypatch):
+    group = "answer-lost-with-connection"
+    empty_group(bootstrap, group, [ORDERS], {(ORDERS, 0): 5})
+    lake = Lake(tmp_path / "lake")
+    plan = approved_plan(lake, [delete_group_action(connection, group)])
+    real_delete_groups = SnapshotAdminClient.delete_groups
+
+    def sent_then_connection_lost(self, groups, *args, **kwargs):
+        real_delete_groups(self, groups, *args, **kwargs)  # the broker deletes the group ...
+        raise Errors.KafkaConnectionError("connection reset")  # ... and its answer never arrives
+
+    said: list[str] = []
+    with monkeypatch.context() as lost:
+        lost.setattr(SnapshotAdminClient, "delete_groups", sent_then_connection_lost)
+        first = apply_plan(lake, connection, plan.plan_id, lease_wait_s=0, emit=said.append)
+    assert first.outcomes == []
+    (intent,) = plan_audit(lake, plan.plan_id)
+    assert intent["outcome"] == "sending"
+    assert any(line.endswith("the next apply of the plan asks the broker what happened") for line in said), said
+
+    sent = record_sends(monkeypatch)
+    apply_plan(lake, connection, plan.plan_id, lease_wait_s=0, **QUIET)
+    assert sent == [], "the deletion happened: it is not sent again"
+    _, answer = plan_audit(lake, plan.plan_id)
+    assert (answer["outcome"], answer["intent_id"]) == ("deleted", intent["audit_id"])
