@@ -11,7 +11,7 @@ INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED)
 # the benchmarks' extra dependencies (pyproject.toml's `bench`), on top of the rest
 BENCH_INSTALLED := $(VENV)/.bench-installed
 
-.PHONY: demo test test-fast lint bench bench-models ui spark-server broker validate clean
+.PHONY: demo test test-fast lint bench bench-models ui spark-server spark-cluster broker validate clean
 
 $(PYTHON_INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -63,6 +63,10 @@ ui: $(INSTALLED)  ## the Dagster UI and daemon on http://127.0.0.1:$(UI_PORT), w
 
 spark-server: $(INSTALLED)  ## a long-lived Spark Connect server on sc://127.0.0.1:$(SPARK_CONNECT_PORT) (Ctrl-C stops it)
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/offsets-platform spark-server --port $(SPARK_CONNECT_PORT)
+
+SPARK_MASTER_PORT ?= 7077
+spark-cluster: $(INSTALLED)  ## a Spark standalone master and two workers on spark://127.0.0.1:$(SPARK_MASTER_PORT) (Ctrl-C stops them)
+	$(BIN)/offsets-platform spark-cluster --port $(SPARK_MASTER_PORT)
 
 BROKER_PORT ?= 9092
 broker: $(INSTALLED)  ## Apache Kafka on 127.0.0.1:$(BROKER_PORT), data in .offsets_platform/broker (Ctrl-C stops it)

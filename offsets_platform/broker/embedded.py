@@ -9,9 +9,6 @@ it also receives SIGTERM if the process that started it dies, so nothing is left
 from __future__ import annotations
 
 import base64
-import ctypes
-import os
-import signal
 import socket
 import subprocess
 import time
@@ -24,6 +21,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offsets_platform.broker.jvm import java_command
+from offsets_platform.processes import free_loopback_port, start_child, stop_child
 
 BROKER_LOG4J = files("offsets_platform.broker").joinpath("log4j2-broker.properties")
 DEFAULT_HEAP_MB = 512
@@ -64,13 +62,6 @@ class PortInUse(RuntimeError):
                          "or choose another port")
 
 
-def free_loopback_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _refuse_if_taken(port: int) -> None:
     with socket.socket() as probe:
         # As Kafka binds its listener: connections of a broker just stopped on this port linger
@@ -89,15 +80,6 @@ def _random_cluster_id() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not text.startswith("-"):
             return text
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: receive SIGTERM when the parent dies (Linux prctl
-    PR_SET_PDEATHSIG), so a killed demo or test run leaves no broker behind."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):  # not Linux: stop() and the callers' cleanup remain
-        pass
 
 
 class EmbeddedBroker:
@@ -159,14 +141,11 @@ class EmbeddedBroker:
         config = self._write_config()
         if not (self.data_dir / "logs" / "meta.properties").exists():
             self._format(config)
-        with open(self.data_dir / "jvm.out", "ab") as out:
-            self._process = subprocess.Popen(
-                java_command("kafka.Kafka", [str(config)], heap_mb=self.heap_mb, log4j_config=BROKER_LOG4J,
-                             jvm_options=[f"-Xms{min(128, self.heap_mb)}m", f"-Dkafka.logs.dir={self.data_dir}",
-                                          *self._jmx_options()]),
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+        self._process = start_child(
+            java_command("kafka.Kafka", [str(config)], heap_mb=self.heap_mb, log4j_config=BROKER_LOG4J,
+                         jvm_options=[f"-Xms{min(128, self.heap_mb)}m", f"-Dkafka.logs.dir={self.data_dir}",
+                                      *self._jmx_options()]),
+            self.data_dir / "jvm.out")
         try:
             self._wait_until_ready()
         except BaseException:
@@ -256,14 +235,7 @@ class EmbeddedBroker:
     def stop(self) -> None:
         """Stop the broker (SIGTERM, a controlled shutdown; SIGKILL after 30 s) and reap it."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+        stop_child(process, grace_s=30)
 
     def __enter__(self) -> "EmbeddedBroker":
         return self.start()

@@ -13,6 +13,7 @@ from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.cli.args import NoLake, cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cli.rebase import add_rebase_command
+from offsets_platform.cli.spark_cluster import add_spark_cluster_command
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.ingest.log_check import LogMismatch
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S, IngestError
@@ -170,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     add_plan_commands(commands)
     add_direct_commands(commands)
     add_rebase_command(commands)
+    add_spark_cluster_command(commands)
 
     args = parser.parse_args(argv)
     try:
