@@ -4,9 +4,6 @@ console share consumer) and a streams group (Kafka Streams' WordCountDemo) ran o
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 from contextlib import contextmanager
 
@@ -16,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets_platform.codec import decode_batch
 from offsets_platform.broker.embedded import EmbeddedBroker
+from offsets_platform.processes import start_child, stop_child
 from offsets_platform.broker.jvm import java_command
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -61,19 +59,11 @@ def decoded_rows(bootstrap: str):
 @contextmanager
 def jvm(main_class: str, args: list[str], log_path):
     """A Kafka program in its own session, ended by its process group id (SIGTERM, then SIGKILL)."""
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(java_command(main_class, args, heap_mb=128), stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    process = start_child(java_command(main_class, args, heap_mb=128), log_path)
     try:
         yield process
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
+        stop_child(process, grace_s=20)
 
 
 def wait_for_record_type(bootstrap: str, record_type: str, process, timeout_s: float = 90) -> None:
