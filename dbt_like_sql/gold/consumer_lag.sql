@@ -5,26 +5,27 @@
 -- below it and the first one above it, interpolated linearly. Written before the first snapshot,
 -- the age is a lower bound.
 with snapshots as (
-    select snapshot_id, snapshot_at from {{ source('bronze', 'broker_configs') }}
+    select snapshot_id, snapshot_at, is_latest from {{ ref('stg_snapshots__complete_snapshots') }} as s
 ),
-latest as (
-    select snapshot_id, snapshot_at from snapshots order by snapshot_at desc limit 1
+log_offsets as (
+    select snapshot_id, topic, partition_id, log_start_offset, log_end_offset
+    from {{ ref('stg_snapshots__log_offsets') }} as o
 ),
 log_now as (
-    select o.topic, o.`partition`, o.log_start_offset, o.log_end_offset, l.snapshot_at
-    from {{ source('bronze', 'log_offset_snapshots') }} o join latest l on o.snapshot_id = l.snapshot_id
+    select o.topic, o.partition_id, o.log_start_offset, o.log_end_offset, s.snapshot_at
+    from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id and s.is_latest
 ),
 log_history as (
-    select o.topic, o.`partition`, o.log_end_offset, s.snapshot_at,
-           lag(o.log_end_offset) over (partition by o.topic, o.`partition` order by s.snapshot_at) as previous_end,
-           lag(s.snapshot_at) over (partition by o.topic, o.`partition` order by s.snapshot_at) as previous_at
-    from {{ source('bronze', 'log_offset_snapshots') }} o join snapshots s on o.snapshot_id = s.snapshot_id
+    select o.topic, o.partition_id, o.log_end_offset, s.snapshot_at,
+           lag(o.log_end_offset) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_end,
+           lag(s.snapshot_at) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_at
+    from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id
 ),
 lagging as (
     select c.`group`, c.topic, c.`partition`, c.committed_offset, n.log_start_offset, n.log_end_offset,
            n.snapshot_at as measured_at
     from {{ ref('committed_offsets') }} c
-    join log_now n on n.topic = c.topic and n.`partition` = c.`partition`
+    join log_now n on n.topic = c.topic and n.partition_id = c.`partition`
 ),
 written as (
     -- the snapshot interval in which the log end first passed the committed offset
@@ -34,7 +35,7 @@ written as (
                   h.snapshot_at) as crossing
     from lagging g
     join log_history h
-      on h.topic = g.topic and h.`partition` = g.`partition` and h.log_end_offset > g.committed_offset
+      on h.topic = g.topic and h.partition_id = g.`partition` and h.log_end_offset > g.committed_offset
     where g.committed_offset < g.log_end_offset
     group by g.`group`, g.topic, g.`partition`
 ),

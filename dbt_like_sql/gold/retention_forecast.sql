@@ -4,9 +4,9 @@
 -- and partition that is behind on a topic with cleanup.policy=delete and a finite retention.ms.
 with latest_configs as (
     select c.topic, c.retention_ms, c.cleanup_policy
-    from {{ source('bronze', 'topic_configs') }} c
-    join (select snapshot_id from {{ source('bronze', 'broker_configs') }}
-          order by snapshot_at desc limit 1) l on c.snapshot_id = l.snapshot_id
+    from {{ ref('stg_snapshots__topic_configs') }} as c
+    inner join {{ ref('stg_snapshots__complete_snapshots') }} as l
+        on c.snapshot_id = l.snapshot_id and l.is_latest
 )
 select g.`group`, g.topic, g.`partition`, g.lag_messages, g.lag_ms as oldest_unconsumed_age_ms,
        g.time_lag_is_lower_bound, c.retention_ms,

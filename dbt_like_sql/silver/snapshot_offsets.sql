@@ -3,55 +3,55 @@
 -- commit times, so the first snapshot that saw the current value is an upper bound and the last
 -- snapshot that saw another value (or none) a lower bound.
 with snapshots as (
-    -- broker_configs is written last in a snapshot: a snapshot with it is complete.
-    select snapshot_id, snapshot_at from {{ source('bronze', 'broker_configs') }}
+    select snapshot_id, snapshot_at, is_latest from {{ ref('stg_snapshots__complete_snapshots') }} as s
 ),
-latest as (
-    select snapshot_id, snapshot_at from snapshots order by snapshot_at desc limit 1
+offsets as (
+    select snapshot_id, group_id, topic, partition_id, committed_offset, leader_epoch, metadata
+    from {{ ref('stg_snapshots__committed_offsets') }} as o
 ),
 current_offsets as (
-    select o.`group`, o.topic, o.`partition`, o.committed_offset, o.leader_epoch, o.metadata,
-           l.snapshot_at
-    from {{ source('bronze', 'committed_offset_snapshots') }} o
-    join latest l on o.snapshot_id = l.snapshot_id
+    select o.group_id, o.topic, o.partition_id, o.committed_offset, o.leader_epoch, o.metadata,
+           s.snapshot_at
+    from offsets as o
+    inner join snapshots as s on o.snapshot_id = s.snapshot_id and s.is_latest
 ),
 history as (
-    select o.`group`, o.topic, o.`partition`, o.committed_offset, s.snapshot_at
-    from {{ source('bronze', 'committed_offset_snapshots') }} o
-    join snapshots s on o.snapshot_id = s.snapshot_id
+    select o.group_id, o.topic, o.partition_id, o.committed_offset, s.snapshot_at
+    from offsets as o
+    inner join snapshots as s on o.snapshot_id = s.snapshot_id
 ),
 last_other_value as (
-    select c.`group`, c.topic, c.`partition`, max(h.snapshot_at) as changed_after
+    select c.group_id, c.topic, c.partition_id, max(h.snapshot_at) as changed_after
     from current_offsets c
     join history h
-      on h.`group` = c.`group` and h.topic = c.topic and h.`partition` = c.`partition`
+      on h.group_id = c.group_id and h.topic = c.topic and h.partition_id = c.partition_id
      and h.committed_offset <> c.committed_offset
-    group by c.`group`, c.topic, c.`partition`
+    group by c.group_id, c.topic, c.partition_id
 ),
 first_seen as (
-    select c.`group`, c.topic, c.`partition`, min(h.snapshot_at) as first_seen_at,
+    select c.group_id, c.topic, c.partition_id, min(h.snapshot_at) as first_seen_at,
            max(o.changed_after) as changed_after
     from current_offsets c
     left join last_other_value o
-      on o.`group` = c.`group` and o.topic = c.topic and o.`partition` = c.`partition`
+      on o.group_id = c.group_id and o.topic = c.topic and o.partition_id = c.partition_id
     join history h
-      on h.`group` = c.`group` and h.topic = c.topic and h.`partition` = c.`partition`
+      on h.group_id = c.group_id and h.topic = c.topic and h.partition_id = c.partition_id
      and h.committed_offset = c.committed_offset
      and (o.changed_after is null or h.snapshot_at > o.changed_after)
-    group by c.`group`, c.topic, c.`partition`
+    group by c.group_id, c.topic, c.partition_id
 ),
 previous_snapshot as (
     -- the snapshot before first_seen_at, when the value was not there yet (a lower bound)
-    select f.`group`, f.topic, f.`partition`, max(s.snapshot_at) as committed_after
+    select f.group_id, f.topic, f.partition_id, max(s.snapshot_at) as committed_after
     from first_seen f
     join snapshots s on s.snapshot_at < f.first_seen_at
-    group by f.`group`, f.topic, f.`partition`
+    group by f.group_id, f.topic, f.partition_id
 )
-select c.`group`, c.topic, c.`partition`, c.committed_offset, c.leader_epoch, c.metadata,
+select c.group_id as `group`, c.topic, c.partition_id as `partition`, c.committed_offset, c.leader_epoch, c.metadata,
        f.first_seen_at,
        p.committed_after,
        c.snapshot_at
 from current_offsets c
-join first_seen f on f.`group` = c.`group` and f.topic = c.topic and f.`partition` = c.`partition`
+join first_seen f on f.group_id = c.group_id and f.topic = c.topic and f.partition_id = c.partition_id
 left join previous_snapshot p
-  on p.`group` = c.`group` and p.topic = c.topic and p.`partition` = c.`partition`
+  on p.group_id = c.group_id and p.topic = c.topic and p.partition_id = c.partition_id

@@ -7,12 +7,18 @@ Loading the project checks everything that can be checked without running SQL: e
 both its SQL and its YAML, names are unique, every `ref` names a model and every `source` a
 registered table, and the refs form no cycle. Models come back in an order where each one
 follows the models it refs.
+
+A model declared `materialized: ephemeral` (a staging model) is never run and has no table: a
+`ref` to it is replaced by its SQL, rendered in the referencing model's run. What the referencing
+model records as its own (`refs`, `sources`, `variables`, `code_version`) therefore includes what
+its ephemeral models use, transitively: a change of a staging model's SQL reruns its users, and a
+new file in a source a staging model reads makes its users' inputs change.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -25,7 +31,7 @@ from offsets_platform.models.column_types import arrow_schema
 from offsets_platform.models.render import collect_references
 
 DEFAULT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
-MATERIALIZATIONS = ("table", "incremental")
+MATERIALIZATIONS = ("table", "incremental", "ephemeral")
 
 
 class ProjectError(ValueError):
@@ -57,12 +63,19 @@ class Model:
     sources: tuple[tuple[str, str], ...] = ()
     variables: tuple[str, ...] = ()  # the var() names the SQL uses
     in_kafka: str = ""  # what the table means in Kafka's terms
+    inlines: tuple[str, ...] = ()  # the ephemeral models whose SQL this one's takes in, directly or not
+    inlined_code: str = ""  # their code versions: a change there is a change of this model's code
+
+    @property
+    def ephemeral(self) -> bool:
+        return self.materialized == "ephemeral"
 
     @property
     def code_version(self) -> str:
-        """Changes when the SQL or the declared columns change (Dagster marks the asset stale)."""
+        """Changes when the SQL or the declared columns change (Dagster marks the asset stale), or
+        those of an ephemeral model it refs."""
         declared = "".join(f"{c.name}:{c.data_type};" for c in self.columns)
-        return hashlib.sha256((self.sql + declared + self.materialized).encode()).hexdigest()[:16]
+        return hashlib.sha256((self.sql + declared + self.materialized + self.inlined_code).encode()).hexdigest()[:16]
 
     def table_spec(self) -> TableSpec:
         schema = arrow_schema([(c.name, c.data_type) for c in self.columns], where=f"model {self.name}")
@@ -82,20 +95,27 @@ class Source:
 @dataclass
 class ModelProject:
     path: Path
-    models: list[Model]  # in run order: every model after the models it refs
+    models: list[Model]  # the models that run and have a table, in run order: each after the models it refs
     sources: dict[str, Source] = field(default_factory=dict)
+    ephemeral: dict[str, Model] = field(default_factory=dict)  # never run: their SQL is inlined where ref'd
 
     def model(self, name: str) -> Model:
         for model in self.models:
             if model.name == name:
                 return model
+        if name in self.ephemeral:
+            raise KeyError(f"model {name!r} is ephemeral: it never runs, the models that ref it take in its SQL")
         raise KeyError(f"unknown model {name!r}; models: {', '.join(m.name for m in self.models)}")
 
+    def ephemeral_sql(self) -> dict[str, str]:
+        """Each ephemeral model's SQL template, for rendering the models that ref them."""
+        return {name: model.sql for name, model in self.ephemeral.items()}
+
     def downstream(self, names: set[str]) -> list[Model]:
-        """The named models and every model that refs them, directly or not, in run order."""
+        """The named models and every model that refs them or inlines them, directly or not, in run order."""
         selected = set(names)
         for model in self.models:
-            if selected & set(model.refs):
+            if selected & (set(model.refs) | set(model.inlines)):
                 selected.add(model.name)
         return [m for m in self.models if m.name in selected]
 
@@ -125,7 +145,35 @@ def load_project(path: str | Path = DEFAULT_PROJECT_DIR) -> ModelProject:
             if table not in sources or sources[table].layer != layer:
                 raise ProjectError(f"model {model.name!r} reads source({layer!r}, {table!r}), which "
                                    f"sources.yml does not declare")
-    return ModelProject(path=path, models=[models[name] for name in _run_order(models)], sources=sources)
+    resolved: dict[str, Model] = {}
+    for name in _run_order(models):  # an ephemeral model before the models that ref it
+        resolved[name] = _with_ephemerals(models[name], resolved)
+    return ModelProject(path=path, models=[m for m in resolved.values() if not m.ephemeral], sources=sources,
+                        ephemeral={name: m for name, m in resolved.items() if m.ephemeral})
+
+
+def _with_ephemerals(model: Model, resolved: dict[str, Model]) -> Model:
+    """The model with the refs, sources and variables of the ephemeral models it refs (already
+    resolved, so transitively) taken in as its own, and their code versions in its own."""
+    inlined = [resolved[ref] for ref in model.refs if resolved[ref].ephemeral]
+    if not inlined:
+        return model
+    where = f"{model.layer}/{model.sql_path.name}"
+    for ref in model.refs_at_last_run:
+        if resolved[ref].ephemeral:
+            raise ProjectError(f"{where}: ref({ref!r}, at_last_run=true) names an ephemeral model, which has no table")
+
+    def union(*groups) -> tuple:
+        return tuple(dict.fromkeys(item for group in groups for item in group))
+
+    refs = union([ref for ref in model.refs if not resolved[ref].ephemeral], *(m.refs for m in inlined))
+    variables = union(model.variables, *(m.variables for m in inlined))
+    if model.materialized == "incremental" and variables:
+        raise ProjectError(f"{where}: an incremental model cannot use var(), here through the ephemeral models "
+                           f"it refs ({', '.join(variables)})")
+    return replace(model, refs=refs, sources=union(model.sources, *(m.sources for m in inlined)),
+                   variables=variables, inlines=union(*((*m.inlines, m.name) for m in inlined)),
+                   inlined_code="".join(f"{m.name}:{m.code_version};" for m in inlined))
 
 
 def _run_order(models: dict[str, Model]) -> list[str]:
@@ -189,6 +237,8 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
     if materialized not in MATERIALIZATIONS:
         raise ProjectError(f"{where}: materialized must be one of {MATERIALIZATIONS}, not {materialized!r}")
     unique_key = tuple(entry.get("unique_key", ()))
+    if materialized == "ephemeral" and unique_key:
+        raise ProjectError(f"{where}: an ephemeral model has no table to merge into, so no unique_key")
     if materialized == "incremental" and not unique_key:
         raise ProjectError(f"{where}: an incremental model needs a unique_key to merge on")
     columns = tuple(Column(name=c["name"], data_type=c["data_type"], description=c.get("description", ""),
@@ -205,6 +255,9 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
         # would leave the table half old, half new
         raise ProjectError(f"{where}: an incremental model cannot use var() ({', '.join(used.variables)}); "
                            "compute what depends on a variable in a table model downstream")
+    if materialized == "ephemeral" and used.refs_at_last_run:
+        # it is rendered inside other models, whose last runs are theirs, not its own
+        raise ProjectError(f"{where}: an ephemeral model cannot use ref(..., at_last_run=true)")
     if used.refs_at_last_run and materialized != "incremental":
         raise ProjectError(f"{where}: ref(..., at_last_run=true) needs an incremental model")
     return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
@@ -220,7 +273,8 @@ def default_project() -> ModelProject:
 
 
 def model_table_specs(project: ModelProject | None = None) -> dict[str, TableSpec]:
-    """The table specs of a project's models (default: the shipped one), to hand to a `Lake`."""
+    """The table specs of a project's models (default: the shipped one), to hand to a `Lake`.
+    Ephemeral models have none: they are not in `project.models`."""
     return {model.name: model.table_spec() for model in (project or default_project()).models}
 
 

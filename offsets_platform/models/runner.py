@@ -11,6 +11,9 @@ A model whose inputs are all as they were at its last run (its SQL, the versions
 and refs, the values of the variables it uses) is not run again: its table is already the
 result (mode `unchanged`). A model using `as_of` ("now") therefore always runs.
 
+An ephemeral model is never run: the models that ref it read its SQL as a subquery (see
+`offsets_platform.models.render`), and its sources are theirs.
+
 An incremental model may also read a ref as it was at its own last run
 (`ref('m', at_last_run=true)`): the state of `m` before the rows now new. That table version is
 recorded only when `m`'s latest run had read exactly the source versions this model read, so
@@ -192,7 +195,8 @@ class ModelRunner:
         # _plan_reads finds appended files only for an incremental model that may run incrementally
         incremental = (bool(reads) and all(read.new_files is not None for read in reads.values())
                        and all(files is not None for files in states.values()))
-        context = render(model.name, model.sql, self.variables, incremental=incremental)
+        context = render(model.name, model.sql, self.variables, incremental=incremental,
+                         ephemerals=self.project.ephemeral_sql())
         self._register_views(model, context.new_only_sources, reads, incremental)
         if incremental:
             for ref, files in states.items():
