@@ -14,7 +14,11 @@ client's connection) is included and reported apart; a psutil thread samples the
 the child, its JVM and the server.
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/models_bench.py \
-        [--records 10000000] [--new-records 100000] [--repeats 3] [--warm-up 4]
+        [--records 10000000] [--new-records 100000] [--repeats 3] [--warm-up 4] \
+        [--groups 10000] [--topic-partitions 100000]
+
+--groups and --topic-partitions shape the history as a large cluster's (the generator's `groups`,
+team groups alive at once, and `topic_partitions`, the partitions of the topics they read).
 """
 
 from __future__ import annotations
@@ -58,9 +62,10 @@ class BronzeFeed:
     records: the same groups, later timestamps, and per-partition offsets that continue.
     """
 
-    def __init__(self, lake: Lake, total: int):
+    def __init__(self, lake: Lake, total: int, groups: int | None = None, topic_partitions: int | None = None):
         self.lake = lake
-        self.batches = generate_batches(seed=7, records=total, batch_size=BATCH)
+        self.batches = generate_batches(seed=7, records=total, batch_size=BATCH, groups=groups,
+                                        topic_partitions=topic_partitions)
         self.pending = pa.table({})  # the rest of the last generated batch
         self.next_offset = np.zeros(DEFAULT_PARTITIONS, np.int64)
         self.written = 0
@@ -293,6 +298,8 @@ def main() -> None:
     parser.add_argument("--new-records", type=int, default=100_000, help="records appended before each incremental")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warm-up", type=int, default=4, help="refreshes through the server before the timed ones")
+    parser.add_argument("--groups", type=int, help="groups alive at once in the generated history")
+    parser.add_argument("--topic-partitions", type=int, help="partitions of the topics the generated groups read")
     parser.add_argument("--out", default="benchmarks/results/models_bench.json")
     parser.add_argument("--child", nargs=3, metavar=("LAKE", "MODE", "REMOTE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -301,10 +308,12 @@ def main() -> None:
         return
 
     results: dict = {"records": args.records, "new_records": args.new_records, "repeats": args.repeats,
+                     "groups": args.groups, "topic_partitions": args.topic_partitions,
                      "cpus": os.cpu_count(), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     with tempfile.TemporaryDirectory(prefix="models-bench-") as scratch:
         lake = Lake(scratch)
-        feed = BronzeFeed(lake, args.records + (2 * args.repeats + args.warm_up) * args.new_records)
+        feed = BronzeFeed(lake, args.records + (2 * args.repeats + args.warm_up) * args.new_records,
+                          args.groups, args.topic_partitions)
         print(f"building bronze: {args.records:,} records in {scratch}", file=sys.stderr, flush=True)
         started = time.perf_counter()
         results["build_write_s"] = feed.append(args.records, "build")

@@ -13,6 +13,9 @@ from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachabl
 from offsets_platform.settings import KafkaConnection
 # Records asked of librdkafka per consume() call; several calls make one yielded batch.
 CONSUME_CHUNK = 100_000
+# The most one fetch response brings (librdkafka's fetch.max.bytes): what librdkafka holds is
+# about queued.min.messages plus one such response, whatever the topic's size.
+FETCH_MAX_BYTES = 4 * 1024 * 1024
 
 LEADER_MOVING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                  KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION}
@@ -77,11 +80,17 @@ class OffsetsTopicReader:
                 "isolation.level": "read_committed",
                 "enable.partition.eof": True,
                 "auto.offset.reset": "earliest",
-                # A larger fetch is the one setting that helped (measured with the ingest benchmark).
-                "fetch.max.bytes": 64 * 1024 * 1024,
-                # Bounds on what librdkafka prefetches, so memory does not grow with the topic.
+                # What librdkafka prefetches, bounded so that memory does not grow with the topic.
+                # The queue bounds are checked only before a fetch, and a fetch response is queued
+                # whole, so the fetch size bounds the rest: a queued record costs about 400 bytes
+                # while compressed records take ~20 bytes on the wire (lz4 generated history), so
+                # a 64 MB fetch once queued up to 2.5 M records (1 GB) in one go.
+                "fetch.max.bytes": FETCH_MAX_BYTES,
+                "queued.min.messages": min(CONSUME_CHUNK, self.batch_records),
                 "queued.max.messages.kbytes": 64 * 1024,
-                "queued.min.messages": 20_000,
+                # Fetch again 10 ms after the queue was found full, not librdkafka's 1 s, which
+                # left the reader waiting once fetches no longer bring the whole topic at once.
+                "fetch.queue.backoff.ms": 10,
             })
             self._consumer = Consumer(config)
         return self._consumer
@@ -134,7 +143,7 @@ class OffsetsTopicReader:
         consumer.assign([TopicPartition(self.topic, p, plan.start[p]) for p in sorted(pending)])
         chunks, buffered, idle_since = [], 0, time.monotonic()
         while pending:
-            messages = consumer.consume(num_messages=min(CONSUME_CHUNK, self.batch_records), timeout=1.0)
+            messages = consumer.consume(num_messages=min(CONSUME_CHUNK, self.batch_records - buffered), timeout=1.0)
             if messages:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > self.timeout_s:

@@ -69,17 +69,23 @@ def default_start_ms() -> int:
     return int(time.time() * 1000) // MINUTE * MINUTE - DEFAULT_LOOKBACK_MS
 
 
-def _tuples(seed: int, records: int, start_ms: int | None, partitions: int) -> Iterator[tuple]:
+def _tuples(seed: int, records: int, start_ms: int | None, partitions: int, groups: int | None = None,
+            topic_partitions: int | None = None) -> Iterator[tuple]:
     if records < 0:
         raise ValueError(f"records must be >= 0, got {records}")
     if partitions <= 0:
         raise ValueError(f"partitions must be positive, got {partitions}")
+    for name, value in (("groups", groups), ("topic_partitions", topic_partitions)):
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be positive, got {value}")
     start = default_start_ms() if start_ms is None else int(start_ms)
-    return itertools.islice(Simulation(seed, records, start, partitions).run(), records)
+    simulation = Simulation(seed, records, start, partitions, groups=groups, topic_partitions=topic_partitions)
+    return itertools.islice(simulation.run(), records)
 
 
 def generate(seed: int = 7, records: int = 100_000, *, start_ms: int | None = None,
-             partitions: int = DEFAULT_PARTITIONS) -> Iterator[CoordinatorRecord]:
+             partitions: int = DEFAULT_PARTITIONS, groups: int | None = None,
+             topic_partitions: int | None = None) -> Iterator[CoordinatorRecord]:
     """Stream the records a group coordinator writes to `__consumer_offsets`, in time order.
 
     Every named scenario in `SCENARIOS` runs, plus generated "team-NNN-..." groups (more of them
@@ -90,15 +96,21 @@ def generate(seed: int = 7, records: int = 100_000, *, start_ms: int | None = No
         records: Exactly how many records to yield.
         start_ms: Simulated start, epoch ms (default: now - 10 days, floored to the minute).
         partitions: Partitions of `__consumer_offsets` (records go to Kafka's partition for the group).
+        groups: Team groups alive at once (default: one per 20,000 records, 12 to 5,000). A
+            retired team group is followed by a new one, so a run holds more groups than this.
+        topic_partitions: Partitions, at least, of the topics team groups read (default: 16
+            topics of 1 to 24 partitions). Each group reads 1 to 3 of them, so a run commits to
+            fewer than all when there are few groups for many topics.
 
     Returns:
         A lazy iterator of `CoordinatorRecord` (constant memory).
     """
-    return itertools.starmap(CoordinatorRecord, _tuples(seed, records, start_ms, partitions))
+    return itertools.starmap(CoordinatorRecord, _tuples(seed, records, start_ms, partitions, groups, topic_partitions))
 
 
 def generate_batches(seed: int = 7, records: int = 100_000, batch_size: int = 100_000, *,
-                     start_ms: int | None = None, partitions: int = DEFAULT_PARTITIONS) -> Iterator[pa.Table]:
+                     start_ms: int | None = None, partitions: int = DEFAULT_PARTITIONS, groups: int | None = None,
+                     topic_partitions: int | None = None) -> Iterator[pa.Table]:
     """Stream the same records as `generate`, as Arrow tables of `BATCH_SCHEMA`.
 
     Args:
@@ -107,6 +119,8 @@ def generate_batches(seed: int = 7, records: int = 100_000, batch_size: int = 10
         batch_size: Rows per table (the last one may be shorter).
         start_ms: Simulated start, epoch ms (default: now - 10 days).
         partitions: Partitions of `__consumer_offsets`.
+        groups: Team groups alive at once (see `generate`).
+        topic_partitions: Partitions of the topics team groups read (see `generate`).
 
     Returns:
         A lazy iterator of tables with columns partition int32, key binary, value binary
@@ -114,7 +128,7 @@ def generate_batches(seed: int = 7, records: int = 100_000, batch_size: int = 10
     """
     if batch_size <= 0:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
-    stream = _tuples(seed, records, start_ms, partitions)
+    stream = _tuples(seed, records, start_ms, partitions, groups, topic_partitions)
     while chunk := list(itertools.islice(stream, batch_size)):
         parts, keys, values, stamps = zip(*chunk)
         # numpy first: pa.array on a tuple of Python ints is ~50x slower than on an int array

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from .groups import Topic
 from .scenario_groups import start_scenarios
 from .scenarios import DAY, HOUR, RETENTION_CHECK_INTERVAL_MS, SCENARIO_RECORDS_ESTIMATE, SCENARIO_TOPICS
-from .teams import team_life, team_topics
+from .teams import many_team_topics, team_life, team_topics
 
 _TEAM_SPAN_MS = int(9.2 * DAY)  # team traffic is sized so a run ends a little before "now"
 
@@ -32,7 +32,8 @@ def _leader_elections(sim: Simulation) -> Iterator[tuple[int, tuple]]:
 class Simulation:
     """The coordinator: topics, a cleanup-tick phase, and a heap of group lives merged in time order."""
 
-    def __init__(self, seed: int, records: int, start_ms: int, partitions: int):
+    def __init__(self, seed: int, records: int, start_ms: int, partitions: int, *, groups: int | None = None,
+                 topic_partitions: int | None = None):
         rng = self.rng = random.Random(seed)
         self.start, self.partitions = start_ms, partitions
         self._heap: list = []
@@ -40,11 +41,11 @@ class Simulation:
         self._teams = itertools.count(1)
         self._phase = start_ms - rng.randrange(RETENTION_CHECK_INTERVAL_MS)  # when the broker started
         self.topics = {name: Topic(rng, name, n) for name, n in SCENARIO_TOPICS.items()}
-        self.team_topics = team_topics(rng)
+        self.team_topics = team_topics(rng) if topic_partitions is None else many_team_topics(rng, topic_partitions)
         self.topics.update((t.name, t) for t in self.team_topics)
         # Each team slot writes about one record per `team_ms_per_record`, so the run spans ~9.2 days;
         # `pace` corrects the drift that idle and restarting groups cause.
-        slots = min(max(records // 20_000, 12), 5_000)
+        slots = min(max(records // 20_000, 12), 5_000) if groups is None else groups
         team_records = max(records - SCENARIO_RECORDS_ESTIMATE, records // 5, 1)
         self.team_ms_per_record = slots * _TEAM_SPAN_MS / team_records
         self.team_records, self._team_rate = 0, slots / self.team_ms_per_record

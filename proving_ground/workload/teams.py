@@ -32,6 +32,18 @@ def team_topics(rng: random.Random) -> list[Topic]:
     return [Topic(rng, name, rng.choice((1, 3, 6, 6, 12, 12, 24))) for name in _TEAM_TOPICS]
 
 
+def many_team_topics(rng: random.Random, partitions: int) -> list[Topic]:
+    """Topics named after the usual team topics ("clickstream.00017"), with the same random
+    partition counts, until they hold at least `partitions` partitions (a large cluster)."""
+    topics: list[Topic] = []
+    total = 0
+    while total < partitions:
+        count = rng.choice((1, 3, 6, 6, 12, 12, 24))
+        topics.append(Topic(rng, f"{_TEAM_TOPICS[len(topics) % len(_TEAM_TOPICS)]}.{len(topics):05d}", count))
+        total += count
+    return topics
+
+
 def team_plan(rng: random.Random, kind: str, start: int) -> list[tuple]:
     """A random life: rebalances, maybe a subscription change; then Empty, restarted, deleted or left to expire."""
     plan: list[tuple] = []

@@ -19,6 +19,8 @@ from confluent_kafka import Producer
 
 from offsets_platform.codec import encode
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
+from offsets_platform.kafka import offsets_topic as offsets_topic_reader
+from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.lake import TABLES, Lake
 from offsets_platform.lake.tables import RECORD_TABLES
 from tests.ingest.conftest import produce
@@ -111,6 +113,14 @@ def many_records(count: int):
     return [commit(p % 50, f"group-{p % 50}", "events", p % 4, p, T0 + p) for p in range(count)]
 
 
+def test_the_reader_yields_batches_of_at_most_batch_records(mirror_connection, monkeypatch):
+    produce(mirror_connection, many_records(2_000))
+    monkeypatch.setattr(offsets_topic_reader, "CONSUME_CHUNK", 200)  # two chunks would make 400
+    with OffsetsTopicReader(mirror_connection, batch_records=300) as reader:
+        sizes = [batch.num_rows for batch in reader.read(reader.plan({}))]
+    assert sum(sizes) == 2_000 and max(sizes) <= 300, sizes
+
+
 STOP_POINTS = [(batch, table) for batch in (0, 2) for table in (*RECORD_TABLES, "offsets_topic_checkpoints")]
 
 
@@ -151,6 +161,8 @@ def test_a_killed_process_then_rerun_is_exactly_once(mirror_connection, tmp_path
     script = textwrap.dedent(f"""
         import time
         from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
+from offsets_platform.kafka import offsets_topic as offsets_topic_reader
+from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
         from offsets_platform.lake import Lake
         from offsets_platform.settings import KafkaConnection
         ingest_offsets_topic(KafkaConnection({mirror_connection.bootstrap_servers!r},

@@ -67,6 +67,26 @@ def test_partition_count_is_configurable():
         assert record.partition == partition_for(decode_record(record.key, None)["group"], 7)
 
 
+def commit_shape(records) -> tuple[set, set]:
+    """The groups and the (topic, partition)s that offset commits name."""
+    groups, partitions = set(), set()
+    for record in records:
+        decoded = decode_record(record.key, record.value)
+        if decoded["record_type"] == "offset_commit":
+            groups.add(decoded["group"])
+            partitions.add((decoded["topic"], decoded["partition"]))
+    return groups, partitions
+
+
+def test_groups_and_topic_partitions_are_configurable():
+    default_groups, default_partitions = commit_shape(generate(5, 20_000, start_ms=START_MS))
+    groups, partitions = commit_shape(generate(5, 20_000, start_ms=START_MS, groups=300, topic_partitions=5_000))
+    assert len(default_groups) < 50 and len(default_partitions) < 400
+    assert len(groups) >= 300 and len(partitions) > 2_000
+    assert list(generate(5, 2_000, start_ms=START_MS, groups=None, topic_partitions=None)) == \
+        list(generate(5, 2_000, start_ms=START_MS))
+
+
 def test_all_record_types_value_versions_and_tombstones_appear(decoded_20k):
     types = Counter(d["key_version"] for _, d in decoded_20k)
     assert set(types) >= {0, 1, 2, 3, 4, 5, 6, 7, 8}
@@ -142,5 +162,9 @@ def test_arguments_are_checked():
         list(generate(1, -1))
     with pytest.raises(ValueError):
         list(generate(1, 10, partitions=0))
+    with pytest.raises(ValueError):
+        list(generate(1, 10, groups=0))
+    with pytest.raises(ValueError):
+        list(generate(1, 10, topic_partitions=0))
     with pytest.raises(ValueError):
         list(generate_batches(1, 10, batch_size=0))
