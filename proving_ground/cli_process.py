@@ -16,6 +16,9 @@ the imports are done, so that a caller can time a kill from there. The options:
 - `--batch-records N`: ingest reads N records per batch (one Delta commit per table each);
 - `--write-delay S`: ingest sleeps S seconds after each of its Delta commits, so that a fault
   lands in the middle of the run;
+- `--prefetch-records N`: ingest's Kafka client buffers about N records per partition ahead of
+  the reader, and fetches little at a time (its defaults buffer up to a million records in all), so
+  that a small log behaves as a large one: the broker is still needed when a fault lands mid-read;
 - `--die-after-write TABLE:N`: SIGKILL this process right after ingest's Nth Delta commit to
   TABLE (`offsets_topic_checkpoints` included), counting from 1;
 - `--as-of "YYYY-MM-DD HH:MM:SS"`: the models' "now", so that two refreshes give the same result;
@@ -152,6 +155,14 @@ def _install_faults(args: argparse.Namespace) -> None:
 
 
 def _install_ingest_faults(args: argparse.Namespace, offsets_topic, main_step) -> None:
+    if args.prefetch_records:
+        from confluent_kafka import Consumer
+
+        from offsets_platform.kafka import offsets_topic as reader
+
+        small = {"queued.min.messages": args.prefetch_records, "fetch.message.max.bytes": 32 * 1024,
+                 "queued.max.messages.kbytes": 1024}
+        reader.Consumer = lambda config: Consumer({**config, **small})
     real_ingest = offsets_topic.ingest_offsets_topic
     die_table, die_at = (args.die_after_write.rsplit(":", 1) if args.die_after_write else (None, "0"))
     commits = {"n": 0}
@@ -181,6 +192,7 @@ def main() -> int:
     parser.add_argument("--die-before-answer", action="store_true")
     parser.add_argument("--batch-records", type=int)
     parser.add_argument("--write-delay", type=float, default=0.0)
+    parser.add_argument("--prefetch-records", type=int)
     parser.add_argument("--die-after-write", metavar="TABLE:N")
     parser.add_argument("--as-of")
     parser.add_argument("--die-after-model-write", metavar="MODEL")
