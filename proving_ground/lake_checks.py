@@ -12,6 +12,7 @@ from pathlib import Path
 
 from offsets_platform.ingest.offsets_topic import CHECKPOINTS, PENDING
 from offsets_platform.lake import TABLES, Lake
+from offsets_platform.lake.lease import LEASES_FOLDER, current_holder
 from offsets_platform.lake.tables import RECORD_TABLES
 from offsets_platform.models import default_project
 from offsets_platform.models.project import register_model_tables_of
@@ -37,6 +38,15 @@ def unreadable(lake_root: Path, names: list[str] | tuple[str, ...]) -> list[str]
         except Exception as error:  # any failure to read is the finding
             problems.append(f"{name} unreadable: {type(error).__name__}: {str(error)[:200]}")
     return problems
+
+
+def held_leases(lake_root: Path) -> list[str]:
+    """The lake's leases that still name a holder (once every process using the lake has ended,
+    none should: the kernel released a killed holder's lock)."""
+    folder = lake_root / LEASES_FOLDER
+    names = sorted(path.stem for path in folder.glob("*.lock")) if folder.exists() else []
+    return [f"the {name!r} lease still names {holder.describe()}" for name in names
+            if (holder := current_holder(lake_root, name)) is not None]
 
 
 def _keyed(lake_root: Path, name: str) -> tuple[dict[tuple, dict], int]:
