@@ -15,10 +15,12 @@ import textwrap
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from offsets_platform.codec import encode
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
+from offsets_platform.kafka import offsets_topic as reader_module
+from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.lake import TABLES, Lake
 from offsets_platform.lake.tables import RECORD_TABLES
 from tests.ingest.conftest import produce
@@ -142,6 +144,20 @@ def test_a_run_stopped_after_any_write_then_rerun_is_exactly_once(mirror_connect
         assert keys_of(lake, name) == keys_of(reference, name), name
     assert sum(len(keys_of(lake, name)) for name in ("offset_commit_records", "group_metadata_records",
                                                       "consumer_group_records", "rejected_records")) == len(records)
+
+
+def test_a_batch_holds_at_most_batch_records_records(mirror_connection, monkeypatch):
+    # A batch is one Delta commit per table and what ingest holds in memory at once.
+    produce(mirror_connection, many_records(1_000))
+
+    class FewAtATime(Consumer):  # as when fetch answers arrive a few partitions at a time
+        def consume(self, num_messages=1, timeout=-1):
+            return super().consume(min(num_messages, 30), timeout)
+
+    monkeypatch.setattr(reader_module, "Consumer", FewAtATime)
+    with OffsetsTopicReader(mirror_connection, batch_records=100) as reader:
+        batches = [batch.num_rows for batch in reader.read(reader.plan({}))]
+    assert sum(batches) == 1_000 and max(batches) <= 100, batches
 
 
 def test_a_killed_process_then_rerun_is_exactly_once(mirror_connection, tmp_path):
