@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets_platform.broker.embedded import EmbeddedBroker, free_loopback_port
@@ -252,7 +252,8 @@ def ingest_kills(trials: Trials, bootstrap: str) -> None:
             child, code = ingest_in_child(bootstrap, home, topic, "--die-after-write", f"{table}:{batch}")
             when = ""
         else:
-            delay = trials.random.uniform(0, duration)
+            # within the first 80% of a clean run's time: its end is closing the client and exiting
+            delay = trials.random.uniform(0, 0.8 * duration)
             name = f"SIGKILL at a random time, {delay:.2f} s into the run"
             child = Child(ingest_command(bootstrap, home, topic, "--batch-records", str(BATCH_RECORDS)))
             child.wait_ready()
@@ -315,7 +316,9 @@ def refresh_kills(trials: Trials, bootstrap: str) -> None:
     if code != 0 or child.ready_at is None:
         raise SystemExit(f"the refresh without a fault failed ({code}): {child.stderr[-2000:]}")
     duration = time.monotonic() - child.ready_at
-    print(f"a refresh in a child process: {duration:.1f} s after its imports", flush=True)
+    models = lake_checks.model_tables()
+    per_model = duration / len(models)
+    print(f"a refresh in a child process: {duration:.1f} s after its imports, {len(models)} models", flush=True)
     unfaulted = lake_checks.model_differences(home / "lake", reference)
     if unfaulted:
         raise SystemExit(f"a refresh without a fault differs from a full refresh: {unfaulted}")
@@ -333,17 +336,21 @@ def refresh_kills(trials: Trials, bootstrap: str) -> None:
             code = child.wait()
             when = ""
         else:
-            # a refresh's length varies with the machine's load: mostly within 85% of the one measured
-            delay = trials.random.uniform(0, 0.85 * duration)
-            name = f"SIGKILL at a random time, {delay:.1f} s into the refresh"
+            # A random point of the refresh: once a random number of models finished, a random part
+            # of a model's time later (a fixed delay would land past the end when the machine is
+            # busier than when the refresh was timed).
+            finished, delay = trials.random.randrange(len(models) - 1), trials.random.uniform(0, per_model)
+            name = f"SIGKILL at a random time, {delay:.1f} s after {finished} models finished"
             child = models_child(home)
             child.wait_ready()
-            time.sleep(max(0.0, delay - (time.monotonic() - child.ready_at)))
+            while _models_finished(child) < finished and child.process.poll() is None:
+                time.sleep(0.02)
+            time.sleep(delay)
             child.kill()
             code = child.wait()
             when = "" if code == -signal.SIGKILL else f"the refresh had ended first (exit {code})"
         problems = [] if code == -signal.SIGKILL or when else [f"exit {code}, not SIGKILL: {child.stderr[-500:]}"]
-        done = sum(": " in line and line.startswith("[") for line in child.lines)
+        done = _models_finished(child)
         lake_root = home / "lake"
         problems += lake_checks.unreadable(lake_root, [*lake_checks.model_tables(), "model_runs"])
         problems += lake_checks.held_leases(lake_root)
@@ -357,6 +364,11 @@ def refresh_kills(trials: Trials, bootstrap: str) -> None:
             rerun_s = 0.0
         trials.record(key, name, started, problems,
                       "; ".join(filter(None, [when, f"{done} models done before the kill, rerun {rerun_s:.0f} s"])))
+
+
+def _models_finished(child: Child) -> int:
+    """Models a refresh reported done ("[3/16] model silver.x: full, ...")."""
+    return sum(line.startswith("[") and ": " in line for line in list(child.lines))
 
 
 # The broker down, killed, frozen, restarted
@@ -476,6 +488,10 @@ def _fault_mid_ingest(trials: Trials, key: str, fault: str, broker: EmbeddedBrok
             lake_root, reference, partial=code != 0, beyond_checkpoint=False)]
     if fault == "frozen":
         os.killpg(broker.pid, signal.SIGCONT)
+        # Frozen for longer than its session with the controller (broker.session.timeout.ms, 9 s), the
+        # broker is fenced once it runs again and registers anew: until then it drops requests
+        thawed = _serving_again(broker.bootstrap_servers, connection.offsets_topic)
+        note += f"; the broker served again {thawed:.1f} s after SIGCONT"
     elif fault == "killed":
         broker._process.wait()
         broker = EmbeddedBroker(broker.data_dir, port=broker.port).start()
@@ -487,6 +503,22 @@ def _fault_mid_ingest(trials: Trials, key: str, fault: str, broker: EmbeddedBrok
         problems.append(f"the rerun failed: {type(error).__name__}: {error}")
     trials.record(key, f"broker {fault} mid-ingest", started, problems, note, said=_message(child) if code else "")
     return broker
+
+
+def _serving_again(bootstrap: str, topic: str, timeout_s: float = 120.0) -> float:
+    """Seconds until every partition of `topic` has a leader in the broker's metadata."""
+    started = time.monotonic()
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    while time.monotonic() - started < timeout_s:
+        try:
+            found = admin.list_topics(topic, timeout=5).topics.get(topic)
+            if found is not None and found.error is None and found.partitions and all(
+                    partition.leader >= 0 for partition in found.partitions.values()):
+                return time.monotonic() - started
+        except KafkaException:
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"the broker at {bootstrap} did not serve {topic} again within {timeout_s:.0f} s")
 
 
 def _wait_for_checkpoints(lake_root: Path, count: int, child: Child) -> None:
