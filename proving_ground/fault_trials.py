@@ -234,13 +234,12 @@ def ingest_kills(trials: Trials, bootstrap: str) -> None:
         raise SystemExit(f"the clean ingest failed ({code}): {child.stderr[-2000:]}")
     duration = time.monotonic() - child.ready_at
     batches = -(-records // BATCH_RECORDS)
-    print(f"clean ingest of {records:,} records in batches of {BATCH_RECORDS:,} or more: {duration:.1f} s after its imports "
+    print(f"clean ingest of {records:,} records in batches of {BATCH_RECORDS:,}: {duration:.1f} s after its imports "
           f"({time.monotonic() - started:.1f} s in all)", flush=True)
     reference_lake = reference / "lake"
 
     # Exact points: right after each table's commit, in the first batch and in a middle one; then
     # random times over a run's length.
-    # (a batch holds BATCH_RECORDS to twice that: the reader stops once it has at least that many)
     exact = [(table, batch) for batch in (1, max(2, batches // 3)) for table in (*RECORD_TABLES, CHECKPOINTS)]
     exact = exact[:(trials.args.ingest_kills + 1) // 2]  # half of the trials (12 of 24), the rest random
     for number in range(trials.args.ingest_kills):
@@ -491,7 +490,7 @@ def _fault_mid_ingest(trials: Trials, key: str, fault: str, broker: EmbeddedBrok
         # Frozen for longer than its session with the controller (broker.session.timeout.ms, 9 s), the
         # broker is fenced once it runs again and registers anew: until then it drops requests
         thawed = _serving_again(broker.bootstrap_servers, connection.offsets_topic)
-        note += f"; the broker served again {thawed:.1f} s after SIGCONT"
+        note += f"; the broker served again {thawed:.1f} s after SIGCONT (and still 3 s later)"
     elif fault == "killed":
         broker._process.wait()
         broker = EmbeddedBroker(broker.data_dir, port=broker.port).start()
@@ -505,18 +504,25 @@ def _fault_mid_ingest(trials: Trials, key: str, fault: str, broker: EmbeddedBrok
     return broker
 
 
-def _serving_again(bootstrap: str, topic: str, timeout_s: float = 120.0) -> float:
-    """Seconds until every partition of `topic` has a leader in the broker's metadata."""
+def _serving_again(bootstrap: str, topic: str, timeout_s: float = 120.0, steady_s: float = 3.0) -> float:
+    """Seconds until every partition of `topic` has a leader in the broker's metadata, and still
+    has `steady_s` later (a thawed broker may answer for a moment before its controller fences it)."""
     started = time.monotonic()
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    serving_since = None
     while time.monotonic() - started < timeout_s:
         try:
             found = admin.list_topics(topic, timeout=5).topics.get(topic)
-            if found is not None and found.error is None and found.partitions and all(
-                    partition.leader >= 0 for partition in found.partitions.values()):
-                return time.monotonic() - started
+            serving = found is not None and found.error is None and bool(found.partitions) and all(
+                partition.leader >= 0 for partition in found.partitions.values())
         except KafkaException:
-            pass
+            serving = False
+        if not serving:
+            serving_since = None
+        elif serving_since is None:
+            serving_since = time.monotonic()
+        elif time.monotonic() - serving_since >= steady_s:
+            return serving_since - started
         time.sleep(0.5)
     raise SystemExit(f"the broker at {bootstrap} did not serve {topic} again within {timeout_s:.0f} s")
 
