@@ -143,6 +143,7 @@ class OffsetsTopicReader:
         consumer.assign([TopicPartition(self.topic, p, plan.start[p]) for p in sorted(pending)])
         chunks, buffered, idle_since = [], 0, time.monotonic()
         while pending:
+            # no more than the batch still has room for: a batch is what ingest holds and commits at once
             messages = consumer.consume(num_messages=min(CONSUME_CHUNK, self.batch_records - buffered), timeout=1.0)
             if messages:
                 idle_since = time.monotonic()

@@ -110,8 +110,29 @@ def hold_lease(root: str | Path, name: str, purpose: str, *, wait_s: float = 0.0
 
 
 def current_holder(root: str | Path, name: str) -> LeaseHolder | None:
-    """The holder the lease file names, or None (free, or the holder has not written its name yet)."""
-    return _read_holder(lease_path(root, name))
+    """Who holds the lease now, or None (free, or the holder has not written its name yet).
+
+    A holder killed with SIGKILL leaves its name in the file (only a holder that ends its block
+    clears it) while the kernel has released its lock; so a name counts only while the file is
+    locked. The check takes a shared lock for a moment when the file names someone: a holder's
+    exclusive lock refuses it at once; a `hold_lease` with no wait at that very moment would find
+    the lease busy, and one that waits takes it at its next try.
+    """
+    path = lease_path(root, name)
+    holder = _read_holder(path)
+    if holder is None:
+        return None
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _read_holder(path)  # locked: the name is true (read again: it may have changed hands)
+    finally:
+        os.close(descriptor)  # releases the shared lock, if taken
+    return None
 
 
 def _read_holder(path: Path) -> LeaseHolder | None:

@@ -21,7 +21,7 @@ from offsets_platform.lake import Lake
 from tests.cleanup.apply_helpers import (
     QUIET, approved_plan, committed, delete_group_action, listed_groups, offset_delete_actions, plan_audit, record_sends,
 )
-from tests.cleanup.cli_process import run_cli_processes
+from proving_ground.cli_process import run_cli_processes
 from tests.cleanup.direct_helpers import ORDERS, empty_group
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PLANS, 
 from offsets_platform.lake import Lake
 from tests.at_once import Meeting, run_at_once
 from tests.cleanup.apply_helpers import approved_plan, delete_group_action, listed_groups, plan_audit
-from tests.cleanup.cli_process import run_cli_processes
+from proving_ground.cli_process import run_cli_processes
 from tests.cleanup.direct_helpers import PAYMENTS, empty_group
 
 

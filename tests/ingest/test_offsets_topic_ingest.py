@@ -15,11 +15,11 @@ import textwrap
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from offsets_platform.codec import encode
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
-from offsets_platform.kafka import offsets_topic as offsets_topic_reader
+from offsets_platform.kafka import offsets_topic as reader_module
 from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
 from offsets_platform.lake import TABLES, Lake
 from offsets_platform.lake.tables import RECORD_TABLES
@@ -113,14 +113,6 @@ def many_records(count: int):
     return [commit(p % 50, f"group-{p % 50}", "events", p % 4, p, T0 + p) for p in range(count)]
 
 
-def test_the_reader_yields_batches_of_at_most_batch_records(mirror_connection, monkeypatch):
-    produce(mirror_connection, many_records(2_000))
-    monkeypatch.setattr(offsets_topic_reader, "CONSUME_CHUNK", 200)  # two chunks would make 400
-    with OffsetsTopicReader(mirror_connection, batch_records=300) as reader:
-        sizes = [batch.num_rows for batch in reader.read(reader.plan({}))]
-    assert sum(sizes) == 2_000 and max(sizes) <= 300, sizes
-
-
 STOP_POINTS = [(batch, table) for batch in (0, 2) for table in (*RECORD_TABLES, "offsets_topic_checkpoints")]
 
 
@@ -154,6 +146,20 @@ def test_a_run_stopped_after_any_write_then_rerun_is_exactly_once(mirror_connect
                                                       "consumer_group_records", "rejected_records")) == len(records)
 
 
+def test_a_batch_holds_at_most_batch_records_records(mirror_connection, monkeypatch):
+    # A batch is one Delta commit per table and what ingest holds in memory at once.
+    produce(mirror_connection, many_records(1_000))
+
+    class FewAtATime(Consumer):  # as when fetch answers arrive a few partitions at a time
+        def consume(self, num_messages=1, timeout=-1):
+            return super().consume(min(num_messages, 30), timeout)
+
+    monkeypatch.setattr(reader_module, "Consumer", FewAtATime)
+    with OffsetsTopicReader(mirror_connection, batch_records=100) as reader:
+        batches = [batch.num_rows for batch in reader.read(reader.plan({}))]
+    assert sum(batches) == 1_000 and max(batches) <= 100, batches
+
+
 def test_a_killed_process_then_rerun_is_exactly_once(mirror_connection, tmp_path):
     records = many_records(20_000)
     produce(mirror_connection, records)
@@ -161,8 +167,6 @@ def test_a_killed_process_then_rerun_is_exactly_once(mirror_connection, tmp_path
     script = textwrap.dedent(f"""
         import time
         from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
-from offsets_platform.kafka import offsets_topic as offsets_topic_reader
-from offsets_platform.kafka.offsets_topic import OffsetsTopicReader
         from offsets_platform.lake import Lake
         from offsets_platform.settings import KafkaConnection
         ingest_offsets_topic(KafkaConnection({mirror_connection.bootstrap_servers!r},

@@ -1,0 +1,142 @@
+"""What the fault trials check in a lake: every table readable, no duplicate, no gap, and equal to a
+lake made without a fault.
+
+Each function returns a list of problems in words (empty: the check holds), so that a trial can say
+what it found rather than stop at the first difference.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from offsets_platform.ingest.offsets_topic import CHECKPOINTS, PENDING
+from offsets_platform.lake import TABLES, Lake
+from offsets_platform.lake.lease import LEASES_FOLDER, current_holder
+from offsets_platform.lake.tables import RECORD_TABLES
+from offsets_platform.models import default_project
+from offsets_platform.models.project import register_model_tables_of
+
+# Columns that differ between two ingests of the same records: which run wrote a row, and when.
+RUN_COLUMNS = ("ingest_run_id", "ingested_at")
+INGEST_TABLES = (*RECORD_TABLES, CHECKPOINTS, PENDING)
+
+
+def model_tables() -> list[str]:
+    """The project's model tables (registered, so that a lake can read them)."""
+    project = default_project()
+    register_model_tables_of(project)
+    return [model.name for model in project.models]
+
+
+def unreadable(lake_root: Path, names: list[str] | tuple[str, ...]) -> list[str]:
+    """The tables that a new reader of the lake cannot read in full."""
+    lake, problems = Lake(lake_root), []
+    for name in names:
+        try:
+            lake.read_arrow(name)
+        except Exception as error:  # any failure to read is the finding
+            problems.append(f"{name} unreadable: {type(error).__name__}: {str(error)[:200]}")
+    return problems
+
+
+def held_leases(lake_root: Path) -> list[str]:
+    """The lake's leases that still name a holder (once every process using the lake has ended,
+    none should: the kernel released a killed holder's lock)."""
+    folder = lake_root / LEASES_FOLDER
+    names = sorted(path.stem for path in folder.glob("*.lock")) if folder.exists() else []
+    return [f"the {name!r} lease still names {holder.describe()}" for name in names
+            if (holder := current_holder(lake_root, name)) is not None]
+
+
+def _keyed(lake_root: Path, name: str) -> tuple[dict[tuple, dict], int]:
+    """A bronze table's rows by their key (without the run's columns), and its row count."""
+    rows = Lake(lake_root).read_arrow(name).to_pylist()
+    keys = TABLES[name].keys
+    keyed = {tuple(row[k] for k in keys): {c: v for c, v in row.items() if c not in RUN_COLUMNS} for row in rows}
+    return keyed, len(rows)
+
+
+def checkpointed(lake_root: Path) -> dict[int, int]:
+    """partition -> the next offset the checkpoints say is not in bronze yet."""
+    top: dict[int, int] = {}
+    for row in Lake(lake_root).read_arrow(CHECKPOINTS).to_pylist():
+        top[row["source_partition"]] = max(top.get(row["source_partition"], 0), row["next_offset"])
+    return top
+
+
+def bronze_differences(lake_root: Path, reference_root: Path, *, partial: bool = False,
+                       beyond_checkpoint: bool = True) -> list[str]:
+    """How the record tables of `lake_root` differ from those of a clean ingest (`reference_root`).
+
+    partial=False: each table must hold exactly the reference's rows, once each.
+    partial=True (a run that was stopped): each table holds reference rows only, once each, and
+    every reference row below its partition's checkpoint (no gap); rows above the checkpoint are
+    allowed only when `beyond_checkpoint` (a run killed between a table's commit and the
+    checkpoint's), else the table is exactly the checkpointed prefix.
+    """
+    problems = []
+    next_offsets = checkpointed(lake_root) if partial else {}
+    for name in RECORD_TABLES:
+        rows, count = _keyed(lake_root, name)
+        expected, _ = _keyed(reference_root, name)
+        if count != len(rows):
+            problems.append(f"{name}: {count - len(rows)} duplicate rows")
+        foreign = [key for key, row in rows.items() if expected.get(key) != row]
+        if foreign:
+            problems.append(f"{name}: {len(foreign)} rows not as a clean ingest wrote them, e.g. {foreign[0]}")
+        if partial:
+            below = {key for key in expected if key[1] < next_offsets.get(key[0], 0)}
+            missing = below - rows.keys()
+            above = [key for key in rows if key[1] >= next_offsets.get(key[0], 0)]
+            if not beyond_checkpoint and above:
+                problems.append(f"{name}: {len(above)} rows beyond the checkpoint, e.g. {above[0]}")
+        else:
+            missing = expected.keys() - rows.keys()
+        if missing:
+            problems.append(f"{name}: {len(missing)} rows missing (a gap), e.g. {min(missing)}")
+    if not partial and checkpointed(lake_root) != checkpointed(reference_root):
+        problems.append("offsets_topic_checkpoints: the positions differ from a clean ingest's")
+    return problems
+
+
+def bronze_counts(lake_root: Path) -> int:
+    """Rows in the record tables."""
+    lake = Lake(lake_root)
+    return sum(lake.count(name) for name in RECORD_TABLES)
+
+
+def _comparable(row: dict) -> str:
+    return repr(sorted(row.items()))
+
+
+def model_differences(lake_root: Path, reference_root: Path) -> list[str]:
+    """The model tables of `lake_root` whose rows differ from those of `reference_root`."""
+    problems = []
+    lake, reference = Lake(lake_root), Lake(reference_root)
+    for name in model_tables():
+        rows = sorted(map(_comparable, lake.read_arrow(name).to_pylist()))
+        expected = sorted(map(_comparable, reference.read_arrow(name).to_pylist()))
+        if rows != expected:
+            extra = len(set(rows) - set(expected))
+            problems.append(f"{name}: {len(rows)} rows, a full refresh has {len(expected)} "
+                            f"({extra} not in it, {len(set(expected) - set(rows))} of it missing)")
+    return problems
+
+
+def model_runs_per_model(lake_root: Path) -> dict[str, int]:
+    """model -> how many runs model_runs recorded."""
+    runs: dict[str, set[str]] = {}
+    for row in Lake(lake_root).read_arrow("model_runs").to_pylist():
+        runs.setdefault(row["model"], set()).add(row["run_id"])
+    return {model: len(ids) for model, ids in runs.items()}
+
+
+def copy_lake(source_root: Path, target_root: Path, layers: tuple[str, ...] | None = None) -> Path:
+    """A copy of the lake (or of some of its layers) in a new folder; Delta logs name their files
+    relative to the table, so a copied table reads as the original."""
+    target_root.mkdir(parents=True)
+    for folder in sorted(source_root.iterdir()):
+        if layers is None or folder.name in layers:
+            shutil.copytree(folder, target_root / folder.name)
+    return target_root
