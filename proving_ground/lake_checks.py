@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 
 from offsets_platform.ingest.offsets_topic import CHECKPOINTS, PENDING
-from offsets_platform.lake import TABLES, Lake
+from offsets_platform.lake import TABLES
 from offsets_platform.lake.lease import LEASES_FOLDER, current_holder
 from offsets_platform.lake.tables import RECORD_TABLES
 from offsets_platform.models import default_project
-from offsets_platform.models.project import register_model_tables_of
+from offsets_platform.models.project import lake_for_models
 
 # Columns that differ between two ingests of the same records: which run wrote a row, and when.
 RUN_COLUMNS = ("ingest_run_id", "ingested_at")
@@ -23,15 +23,13 @@ INGEST_TABLES = (*RECORD_TABLES, CHECKPOINTS, PENDING)
 
 
 def model_tables() -> list[str]:
-    """The project's model tables (registered, so that a lake can read them)."""
-    project = default_project()
-    register_model_tables_of(project)
-    return [model.name for model in project.models]
+    """The project's model tables."""
+    return [model.name for model in default_project().models]
 
 
 def unreadable(lake_root: Path, names: list[str] | tuple[str, ...]) -> list[str]:
     """The tables that a new reader of the lake cannot read in full."""
-    lake, problems = Lake(lake_root), []
+    lake, problems = lake_for_models(lake_root), []
     for name in names:
         try:
             lake.read_arrow(name)
@@ -51,7 +49,7 @@ def held_leases(lake_root: Path) -> list[str]:
 
 def _keyed(lake_root: Path, name: str) -> tuple[dict[tuple, dict], int]:
     """A bronze table's rows by their key (without the run's columns), and its row count."""
-    rows = Lake(lake_root).read_arrow(name).to_pylist()
+    rows = lake_for_models(lake_root).read_arrow(name).to_pylist()
     keys = TABLES[name].keys
     keyed = {tuple(row[k] for k in keys): {c: v for c, v in row.items() if c not in RUN_COLUMNS} for row in rows}
     return keyed, len(rows)
@@ -60,7 +58,7 @@ def _keyed(lake_root: Path, name: str) -> tuple[dict[tuple, dict], int]:
 def checkpointed(lake_root: Path) -> dict[int, int]:
     """partition -> the next offset the checkpoints say is not in bronze yet."""
     top: dict[int, int] = {}
-    for row in Lake(lake_root).read_arrow(CHECKPOINTS).to_pylist():
+    for row in lake_for_models(lake_root).read_arrow(CHECKPOINTS).to_pylist():
         top[row["source_partition"]] = max(top.get(row["source_partition"], 0), row["next_offset"])
     return top
 
@@ -102,7 +100,7 @@ def bronze_differences(lake_root: Path, reference_root: Path, *, partial: bool =
 
 def bronze_counts(lake_root: Path) -> int:
     """Rows in the record tables."""
-    lake = Lake(lake_root)
+    lake = lake_for_models(lake_root)
     return sum(lake.count(name) for name in RECORD_TABLES)
 
 
@@ -113,7 +111,7 @@ def _comparable(row: dict) -> str:
 def model_differences(lake_root: Path, reference_root: Path) -> list[str]:
     """The model tables of `lake_root` whose rows differ from those of `reference_root`."""
     problems = []
-    lake, reference = Lake(lake_root), Lake(reference_root)
+    lake, reference = lake_for_models(lake_root), lake_for_models(reference_root)
     for name in model_tables():
         rows = sorted(map(_comparable, lake.read_arrow(name).to_pylist()))
         expected = sorted(map(_comparable, reference.read_arrow(name).to_pylist()))
@@ -127,7 +125,7 @@ def model_differences(lake_root: Path, reference_root: Path) -> list[str]:
 def model_runs_per_model(lake_root: Path) -> dict[str, int]:
     """model -> how many runs model_runs recorded."""
     runs: dict[str, set[str]] = {}
-    for row in Lake(lake_root).read_arrow("model_runs").to_pylist():
+    for row in lake_for_models(lake_root).read_arrow("model_runs").to_pylist():
         runs.setdefault(row["model"], set()).add(row["run_id"])
     return {model: len(ids) for model, ids in runs.items()}
 
