@@ -9,9 +9,10 @@ when the topic is created), and both come back in DescribeCluster and DescribeTo
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from offsets_platform.kafka.errors import BrokerUnreachable, reachable_now
@@ -41,11 +42,18 @@ def read_log_identity(connection: KafkaConnection, timeout_s: float = 15.0) -> L
     bootstrap = connection.bootstrap_servers
     reachable_now(bootstrap, STEP)
     admin = AdminClient({**connection.confluent_config(), "log_level": 3})
+    deadline = time.monotonic() + timeout_s
     try:
         cluster = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s)
-        (topic,) = admin.describe_topics(TopicCollection([connection.offsets_topic]),
-                                         request_timeout=timeout_s).values()
-        topic_id = topic.result(timeout=timeout_s).topic_id
+        while True:
+            try:
+                topic_id = _topic_id(admin, connection.offsets_topic, timeout_s)
+                break
+            except KafkaException as error:
+                # A topic created a moment ago is not in every broker's metadata yet.
+                if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     except KafkaException as error:
         raise BrokerUnreachable(bootstrap, f"{STEP} of {connection.offsets_topic}: {error.args[0]}") from error
     except TimeoutError as error:  # concurrent.futures' timeout: the cluster never answered
@@ -53,3 +61,8 @@ def read_log_identity(connection: KafkaConnection, timeout_s: float = 15.0) -> L
     # Written as Kafka writes a Uuid (kafka-topics --describe): URL-safe base64; the client's
     # str() uses the standard alphabet.
     return LogIdentity(cluster_id=cluster.cluster_id, topic_id=str(topic_id).replace("+", "-").replace("/", "_"))
+
+
+def _topic_id(admin: AdminClient, topic: str, timeout_s: float):
+    (described,) = admin.describe_topics(TopicCollection([topic]), request_timeout=timeout_s).values()
+    return described.result(timeout=timeout_s).topic_id
