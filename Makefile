@@ -11,7 +11,7 @@ INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED)
 # the benchmarks' extra dependencies (pyproject.toml's `bench`), on top of the rest
 BENCH_INSTALLED := $(VENV)/.bench-installed
 
-.PHONY: demo test test-fast lint bench bench-models ui spark-server spark-cluster broker validate clean
+.PHONY: demo test test-fast lint bench bench-models fault-trials ui spark-server spark-cluster broker validate clean
 
 $(PYTHON_INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,9 @@ bench: $(INSTALLED) $(BENCH_INSTALLED)  ## the embedded broker's start and memor
 
 bench-models: $(INSTALLED) $(BENCH_INSTALLED)  ## full and incremental model refresh time and memory over 10M records (writes benchmarks/results/)
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python benchmarks/models_bench.py
+
+fault-trials: $(INSTALLED)  ## ingest and refreshes killed, the broker down, killed, frozen and restarted, every run twice at once (about 20 minutes; docs/fault-trials.md)
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m proving_ground.fault_trials
 
 UI_PORT ?= 3000
 SPARK_CONNECT_PORT ?= 15002
