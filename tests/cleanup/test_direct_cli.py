@@ -18,7 +18,7 @@ from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.kafka.errors import BrokerUnreachable
 from proving_ground.workload.live.clients import committed_offsets
 from tests.cleanup.apply_helpers import listed_groups
-from tests.cleanup.cli_process import run_cli_processes
+from proving_ground.cli_process import run_cli_processes
 from tests.cleanup.direct_helpers import (
     ORDERS, PAYMENTS, audit_rows, commit, empty_group, join_group, run_cli, standalone_commit,
 )
