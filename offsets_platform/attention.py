@@ -21,7 +21,10 @@ yet reads as empty.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from offsets_platform.lake import Lake, MissingTable
+from offsets_platform.lake.sql_literals import lake_timestamp
 
 DEFAULT_WITHIN_HOURS = 24
 
@@ -63,17 +66,19 @@ def lag_by_group(lake: Lake) -> list[dict]:
                       """, "consumer_lag").to_pylist()
 
 
-def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
+def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
+                     since: datetime | None = None) -> list[dict]:
     """Per group and topic: the messages retention deleted before the group read them
-    (messages_lost at most, messages_lost_at_least, partitions_lost, last_loss_at) and those it
-    is forecast to delete within `within_hours` (messages_at_risk, partitions_due,
-    next_deletion_at). Groups that lost the most come first."""
+    (messages_lost at most, messages_lost_at_least, partitions_lost, last_loss_at), observed
+    since `since` (default: ever), and those it is forecast to delete within `within_hours`
+    (messages_at_risk, partitions_due, next_deletion_at). Groups that lost the most come first."""
+    observed = f"where observed_at >= {lake_timestamp(since)}" if since else ""
     return lake.query(f"""
         with lost as (
             select "group", topic, sum(lost_count) as messages_lost,
                    sum(lost_count_at_least) as messages_lost_at_least,
                    count(distinct "partition") as partitions_lost, max(observed_at) as last_loss_at
-            from unconsumed_messages group by "group", topic
+            from unconsumed_messages {observed} group by "group", topic
         ),
         due as (
             select "group", topic, sum(lag_messages) as messages_at_risk,

@@ -14,15 +14,10 @@ from offsets_platform.cli.args import NoLake, cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cli.spark_cluster import add_spark_cluster_command
-from offsets_platform.cleanup.plans import PlanError
-from offsets_platform.ingest.log_check import LogMismatch
-from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S, IngestError
-from offsets_platform.broker.embedded import DEFAULT_HEAP_MB, BrokerStartFailed, PortInUse
-from offsets_platform.kafka.errors import BrokerUnreachable
-from offsets_platform.lake.lease import LeaseBusy
-from offsets_platform.broker.jvm import KafkaNotInstalled
-from offsets_platform.lake import MissingTable
-from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, SparkConnectError, serve_spark_connect
+from offsets_platform.cli.views import add_view_commands
+from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S
+from offsets_platform.broker.embedded import DEFAULT_HEAP_MB
+from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, serve_spark_connect
 from offsets_platform.settings import Settings
 
 
@@ -168,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
     server.set_defaults(run=_spark_server)
 
+    add_view_commands(commands)
     add_plan_commands(commands)
     add_direct_commands(commands)
     add_rebase_command(commands)
@@ -176,10 +172,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
-    except (BrokerStartFailed, BrokerUnreachable, IngestError, KafkaNotInstalled, LeaseBusy, LogMismatch, MissingTable,
-            NoLake, PlanError, PortInUse, SparkConnectError) as error:
+    except Exception as error:
+        if not isinstance(error, _errors_told_plainly()):
+            raise
         print(f"error: {error}", file=sys.stderr)
         return 1
+
+
+def _errors_told_plainly() -> tuple[type[Exception], ...]:
+    """The errors whose message says what happened and what to do: printed as one line, exit 1.
+    Imported here, when one was raised, so that each command loads only the modules it uses."""
+    from offsets_platform.broker.embedded import BrokerStartFailed, PortInUse
+    from offsets_platform.broker.jvm import KafkaNotInstalled
+    from offsets_platform.cleanup.kafka_calls import GroupCallError
+    from offsets_platform.cleanup.plans import PlanError
+    from offsets_platform.ingest.log_check import LogMismatch
+    from offsets_platform.ingest.offsets_topic import IngestError
+    from offsets_platform.kafka.errors import BrokerUnreachable
+    from offsets_platform.lake import MissingTable
+    from offsets_platform.lake.lease import LeaseBusy
+    from offsets_platform.lake.spark import SparkConnectError
+
+    return (BrokerStartFailed, BrokerUnreachable, GroupCallError, IngestError, KafkaNotInstalled, LeaseBusy,
+            LogMismatch, MissingTable, NoLake, PlanError, PortInUse, SparkConnectError)
 
 
 if __name__ == "__main__":

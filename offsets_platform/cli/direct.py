@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from offsets_platform.cleanup.direct import (
-    AuditContext, audit_groups, audit_offsets, group_intents, offset_intents, parse_topic_argument, record_audit,
-    run_delete_groups, run_delete_offsets,
-)
 from offsets_platform.cli.args import cluster_and_lake, requester
-from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.settings import Settings
+
+# The cleanup and Kafka modules are imported where a command runs, so that every other command
+# starts without Kafka's client.
 
 DEFAULT_TIMEOUT_MS = 15_000
 
@@ -54,6 +52,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def _topic_argument(value: str):
+    from offsets_platform.cleanup.direct import parse_topic_argument
+
     try:
         return parse_topic_argument(value)
     except ValueError as error:
@@ -61,6 +61,8 @@ def _topic_argument(value: str):
 
 
 def _delete_offsets(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.cleanup.direct import audit_offsets, offset_intents, run_delete_offsets
+
     return _run_audited(
         args, settings,
         lambda admin, before_send: run_delete_offsets(admin, args.group, args.topic, force=args.force,
@@ -69,6 +71,8 @@ def _delete_offsets(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _delete_groups(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.cleanup.direct import audit_groups, group_intents, run_delete_groups
+
     return _run_audited(args, settings, lambda admin, before_send: run_delete_groups(admin, args.group, before_send),
                         group_intents, audit_groups)
 
@@ -76,6 +80,9 @@ def _delete_groups(args: argparse.Namespace, settings: Settings) -> int:
 def _run_audited(args: argparse.Namespace, settings: Settings, call, intent_rows, audit_rows) -> int:
     """Send one direct command with its intent audited first and every outcome after, print
     Kafka's report; 1 when anything failed."""
+    from offsets_platform.cleanup.direct import AuditContext, record_audit
+    from offsets_platform.kafka.admin_calls import open_admin
+
     target = cluster_and_lake(args, settings)
     if target is None:
         return 2

@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 from contextlib import ExitStack
 
-from offsets_platform.cleanup.apply import APPLY_LEASE
-from offsets_platform.cleanup.plans import PLANS_LEASE
 from offsets_platform.cli.args import lake_of
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S, INGEST_LEASE
 from offsets_platform.lake.archive import archive_tables
@@ -33,6 +31,8 @@ def add_rebase_command(commands) -> None:
 
 
 def _rebase(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.cleanup.apply import APPLY_LEASE
+    from offsets_platform.cleanup.plans import PLANS_LEASE
     from offsets_platform.models import default_project
     from offsets_platform.models.runner import model_lease
 

@@ -10,9 +10,8 @@ import threading
 from typing import TYPE_CHECKING, Callable
 from urllib.parse import urlparse
 
-from pyspark.sql import SparkSession
-
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
     import pyarrow as pa
 
 DEFAULT_CONNECT_PORT = 15002  # Spark Connect's own default
@@ -72,6 +71,8 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
         SparkConnectError: `remote` is given and nothing accepts connections there (the
             client would otherwise retry for minutes without saying why).
     """
+    from pyspark.sql import SparkSession  # here: the commands that need no Spark start without it
+
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.appName(app_name)
     if remote:

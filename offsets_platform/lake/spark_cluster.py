@@ -22,8 +22,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pyspark
-
 from offsets_platform.processes import free_loopback_port, start_child, stop_child
 
 DEFAULT_MASTER_PORT = 7077  # Spark's own default
@@ -102,6 +100,8 @@ class StandaloneCluster:
             stop_child(process, grace_s=20)
 
     def _spawn(self, name: str, main_class: str, *args: str) -> None:
+        import pyspark  # here: importing it loads much of Spark's Python side
+
         spark_home = Path(pyspark.__file__).parent
         env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1",
                "SPARK_LOG_DIR": str(self.folder), "SPARK_NO_DAEMONIZE": "1"}

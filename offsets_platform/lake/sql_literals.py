@@ -13,10 +13,18 @@ each has its own function:
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 
 def lake_string(value: object) -> str:
     """`value` as a string literal for `Lake.query` (DataFusion)."""
     return "'" + str(value).replace("'", "''") + "'"
+
+
+def lake_timestamp(value: datetime) -> str:
+    """`value` as a UTC timestamp literal for `Lake.query` (a naive time is taken as UTC)."""
+    utc = value.astimezone(timezone.utc) if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return f"to_timestamp_micros({lake_string(utc.strftime('%Y-%m-%dT%H:%M:%S.%fZ'))})"
 
 
 def spark_string(value: object) -> str:

@@ -1,0 +1,43 @@
+"""Quick answers about groups, without Spark: what `offsets-platform groups`, `describe`,
+`expiring` and `lost` print.
+
+Two sources give one shape, `GroupView`:
+- `from_lake`: the models' silver and gold tables, read with delta-rs's SQL engine (a fraction
+  of a second on a demo lake). They are as fresh as the last refresh, and say when that was.
+- `from_broker`: the broker now (the describe API of the group's type, OffsetFetch, ListOffsets),
+  in the rows and order of Kafka's own `kafka-consumer-groups --describe`.
+The rules behind the numbers (lag, expiry, retention losses) stay in the models; these modules
+select and order their rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """One group: its state and kind, one row per partition it has an offset on (or is assigned),
+    and its members.
+
+    `offsets` rows: topic, partition, current_offset, log_end_offset, lag, consumer_id, host,
+    client_id, and from the lake also expires_at, expiry (the rule or why none applies).
+    `members` rows: consumer_id, group_instance_id, host, client_id, partitions (assigned count,
+    None when not known), subscription (topic names or the regular expression).
+    `source` says where the answer comes from and how fresh it is.
+    """
+
+    group: str
+    state: str
+    kind: str
+    protocol: str
+    source: str
+    offsets: list[dict] = field(default_factory=list)
+    members: list[dict] = field(default_factory=list)
+
+
+def subscription(topics: Sequence[str] | None, regex: str | None) -> str | None:
+    """A member's subscription as one value: its topic names, then its regular expression."""
+    parts = ([",".join(topics)] if topics else []) + ([f"/{regex}/"] if regex else [])
+    return " ".join(parts) or None

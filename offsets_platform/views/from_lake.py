@@ -1,0 +1,120 @@
+"""Groups as the models' tables have them (see `offsets_platform.views`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from offsets_platform import attention
+from offsets_platform.lake import Lake
+from offsets_platform.lake.sql_literals import lake_string
+from offsets_platform.views import GroupView, subscription
+
+
+def last_refresh(lake: Lake) -> datetime | None:
+    """When a model last wrote its table (None: the models have not run on this lake)."""
+    return lake.query("select max(finished_at) as at from model_runs", "model_runs").column("at")[0].as_py()
+
+
+def freshness(lake: Lake) -> str:
+    """"the lake <root>, models last run <time>": where a lake answer comes from."""
+    at = last_refresh(lake)
+    when = f"models last run {at:%Y-%m-%d %H:%M:%S} UTC" if at else "the models have not run yet"
+    return f"the lake in {lake.root}, {when}"
+
+
+def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
+    """Every group the models know, by name: state, kind, members, and the topics, partitions and
+    lag of its committed offsets. `states`: only groups in these states (case-insensitive)."""
+    wanted = ""
+    if states:
+        wanted = "where lower(g.state) in (" + ", ".join(lake_string(s.lower()) for s in sorted(states)) + ")"
+    return lake.query(f"""
+        with offsets as (
+            select "group", count(distinct topic) as topics, count(*) as partitions
+            from committed_offsets group by "group"
+        ),
+        lag as (
+            select "group", sum(lag_messages) as lag, max(lag_ms) as lag_ms from consumer_lag group by "group"
+        )
+        select g."group" as "group", g.state, g.classification as kind, g.member_count as members,
+               coalesce(o.topics, 0) as topics, coalesce(o.partitions, 0) as partitions,
+               l.lag, l.lag_ms
+        from group_state g
+        left join offsets o on o."group" = g."group"
+        left join lag l on l."group" = g."group"
+        {wanted}
+        order by g."group"
+        """, "group_state", "committed_offsets", "consumer_lag").to_pylist()
+
+
+def describe_group(lake: Lake, group: str) -> GroupView | None:
+    """The group's state, offsets (with lag and expiry) and members; None when the models do not
+    know the group."""
+    name = lake_string(group)
+    states = lake.query(f"""select state, classification, protocol_type, protocol from group_state
+                            where "group" = {name}""", "group_state").to_pylist()
+    if not states:
+        return None
+    (state,) = states
+    offsets = lake.query(f"""
+        select c.topic, c."partition", c.committed_offset as current_offset, l.log_end_offset,
+               l.lag_messages as lag, e.expires_at, e.hours_until_expiry, e.expired_now, e.rule,
+               e.not_eligible_reason
+        from committed_offsets c
+        left join consumer_lag l on l."group" = c."group" and l.topic = c.topic and l."partition" = c."partition"
+        left join expirable_offsets e
+          on e."group" = c."group" and e.topic = c.topic and e."partition" = c."partition"
+        where c."group" = {name}
+        order by c.topic, c."partition"
+        """, "committed_offsets", "consumer_lag", "expirable_offsets").to_pylist()
+    members = lake.query(f"""
+        select member_id as consumer_id, group_instance_id, client_host as host, client_id,
+               subscribed_topics, subscribed_topic_regex
+        from group_members where "group" = {name} order by member_id
+        """, "group_members").to_pylist()
+    return GroupView(
+        group=group, state=state["state"], kind=state["classification"],
+        protocol=state["protocol"] or state["protocol_type"] or "", source=freshness(lake),
+        offsets=[{**row, "consumer_id": None, "host": None, "client_id": None, "expiry": expiry(row)}
+                 for row in offsets],
+        members=[{"consumer_id": m["consumer_id"], "group_instance_id": m["group_instance_id"], "host": m["host"],
+                  "client_id": m["client_id"], "partitions": None,
+                  "subscription": subscription(m["subscribed_topics"], m["subscribed_topic_regex"])}
+                 for m in members])
+
+
+def expiry(row: dict) -> str:
+    """When and why Kafka expires one committed offset, in words, from `expirable_offsets`."""
+    if row["rule"] is None:
+        return "not evaluated yet"
+    if row["rule"] == "not_eligible":
+        return f"never while {row['not_eligible_reason']}" if row["not_eligible_reason"] else "not eligible"
+    if row["expired_now"]:
+        return f"due now ({row['rule']})"
+    if row["hours_until_expiry"] is None:
+        return f"never ({row['rule']})"
+    return f"in {row['hours_until_expiry']:.1f} h ({row['rule']})"
+
+
+def expiring(lake: Lake, within_hours: float) -> list[dict]:
+    """Committed offsets Kafka expires within `within_hours`, per group, topic and rule: how many
+    partitions, how many of them are due already, and the first expiry."""
+    grouped: dict[tuple, dict] = {}
+    for row in attention.expiring_soon(lake, within_hours):
+        key = (row["group"], row["topic"], row["rule"])
+        entry = grouped.setdefault(key, {
+            "group": row["group"], "topic": row["topic"], "rule": row["rule"], "group_state": row["group_state"],
+            "partitions": 0, "due_now": 0, "first_expires_at": None, "hours_until_first": row["hours_until_expiry"]})
+        entry["partitions"] += 1
+        entry["due_now"] += int(bool(row["expired_now"]))
+        if row["expires_at"] is not None and (entry["first_expires_at"] is None
+                                              or row["expires_at"] < entry["first_expires_at"]):
+            entry["first_expires_at"] = row["expires_at"]
+    # expiring_soon orders by hours until expiry, so each entry's first row was its soonest
+    return list(grouped.values())
+
+
+def lost(lake: Lake, since: datetime | None = None) -> list[dict]:
+    """Per group and topic, the messages retention deleted before the group read them, observed
+    since `since` (default: ever), the most first."""
+    return [row for row in attention.retention_losses(lake, since=since) if row["messages_lost"] > 0]
