@@ -57,23 +57,19 @@ def expirable_offsets_numbers(lake: Lake) -> dict:
     """Committed offsets Kafka expires within 24 hours of the run (or already due), by group and topic."""
     hours = attention.DEFAULT_WITHIN_HOURS
     by_rule = attention.expiration_by_rule(lake, hours)
-    soon: dict[tuple, dict] = {}
-    for row in attention.expiring_soon(lake, hours):
-        entry = soon.setdefault((row["group"], row["topic"], row["rule"]),
-                                {"partitions": 0, "due_now": 0, "first": row["expires_at"],
-                                 "hours_left": row["hours_until_expiry"]})
-        entry["partitions"] += 1
-        entry["due_now"] += row["expired_now"]
+    soon = attention.expiring_by_topic(lake, hours)
     table = markdown_table(["group", "topic", "rule", "partitions", "of them due now", "first expires at",
                             "hours left"],
-                           [[group, topic, rule, entry["partitions"], entry["due_now"], _time(entry["first"]),
-                             _hours_left(entry["hours_left"])] for (group, topic, rule), entry in soon.items()],
+                           [[row["group"], row["topic"], row["rule"], row["partitions"], row["due_now"],
+                             _time(row["first_expires_at"]), _hours_left(row["hours_until_first"])] for row in soon],
                            empty=f"No committed offset expires within {hours} h.")
+    abandoned = attention.abandoned_offsets(lake)
     return {
         "offsets_expiring_within_24h": sum(row["due_within"] for row in by_rule),
         "offsets_expired_now": sum(row["due_now"] for row in by_rule),
         "offsets_eligible_for_expiration": sum(row["offsets"] for row in by_rule if row["rule"] != "not_eligible"),
         "expiring_within_24h": MetadataValue.md(table),
+        "abandoned_offsets": sum(row["partitions"] for row in abandoned),
     }
 
 

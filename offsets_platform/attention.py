@@ -11,9 +11,13 @@ it) belong to the models; this module only selects, sums and orders their rows:
   cannot hold (`expires_at` is then null).
 - "messages lost" is `unconsumed_messages.lost_count`: the most retention can have deleted
   before the group read them; `lost_count_at_least` is the least.
-- "messages at risk" is `retention_forecast.lag_messages` of the partitions whose next deletion
-  is due within H hours.
-- "lag" is `consumer_lag.lag_messages`, and its age `lag_ms`.
+- "messages at risk" is `retention_forecast.unread_in_log` of the partitions whose next deletion
+  is due within H hours: unread and still in the log, so never also counted as lost.
+- "lag" is `consumer_lag.lag_messages` (Kafka's: log end minus committed offset, so it includes
+  what retention deleted), and its age `lag_ms`, that of the oldest unread message still in the log.
+- "abandoned offsets" are those `expirable_offsets.is_abandoned` marks: the group reads on but
+  no member subscribes to the topic any more. Their lag and losses are listed as abandoned, never
+  as lag, loss or risk.
 
 Every function reads with delta-rs's SQL engine (`Lake.query`); a table no model has written
 yet reads as empty.
@@ -58,12 +62,50 @@ def expiring_soon(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> lis
         """, "expirable_offsets").to_pylist()
 
 
+def expiring_by_topic(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
+    """`expiring_soon` per group, topic and rule: how many partitions, how many of them are due
+    already, and the first expiry; soonest first."""
+    grouped: dict[tuple, dict] = {}
+    for row in expiring_soon(lake, within_hours):
+        key = (row["group"], row["topic"], row["rule"])
+        entry = grouped.setdefault(key, {
+            "group": row["group"], "topic": row["topic"], "rule": row["rule"], "group_state": row["group_state"],
+            "partitions": 0, "due_now": 0, "first_expires_at": None, "hours_until_first": row["hours_until_expiry"]})
+        entry["partitions"] += 1
+        entry["due_now"] += int(bool(row["expired_now"]))
+        if row["expires_at"] is not None and (entry["first_expires_at"] is None
+                                              or row["expires_at"] < entry["first_expires_at"]):
+            entry["first_expires_at"] = row["expires_at"]
+    # expiring_soon orders by hours until expiry, so each entry's first row was its soonest
+    return list(grouped.values())
+
+
+# The partitions whose offset a group left behind (see the module docstring), to leave out.
+_NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_abandoned and a."group" = {t}."group"
+                                 and a.topic = {t}.topic and a."partition" = {t}."partition")"""
+
+
 def lag_by_group(lake: Lake) -> list[dict]:
-    """[{group, lag_messages, lag_ms}] of the groups that lag, most messages first."""
-    return lake.query("""select "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms
-                         from consumer_lag group by "group" having sum(lag_messages) > 0
-                         order by lag_messages desc, "group"
-                      """, "consumer_lag").to_pylist()
+    """[{group, lag_messages, lag_ms}] of the groups that lag (abandoned offsets left out), most
+    messages first."""
+    return lake.query(f"""select "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms
+                          from consumer_lag l where {_NOT_ABANDONED.format(t="l")}
+                          group by "group" having sum(lag_messages) > 0
+                          order by lag_messages desc, "group"
+                       """, "consumer_lag", "expirable_offsets").to_pylist()
+
+
+def abandoned_offsets(lake: Lake) -> list[dict]:
+    """Per group and topic, the offsets the group left behind: partitions, their lag, and the first
+    time Kafka expires one (by the unsubscribed-topic rule). Most partitions first."""
+    return lake.query("""
+        select a."group", a.topic, count(*) as partitions, sum(l.lag_messages) as lag_messages,
+               min(a.expires_at) as first_expires_at
+        from expirable_offsets a
+        left join consumer_lag l on l."group" = a."group" and l.topic = a.topic and l."partition" = a."partition"
+        where a.is_abandoned
+        group by a."group", a.topic order by partitions desc, a."group", a.topic
+        """, "expirable_offsets", "consumer_lag").to_pylist()
 
 
 def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
@@ -71,19 +113,21 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
     """Per group and topic: the messages retention deleted before the group read them
     (messages_lost at most, messages_lost_at_least, partitions_lost, last_loss_at), observed
     since `since` (default: ever), and those it is forecast to delete within `within_hours`
-    (messages_at_risk, partitions_due, next_deletion_at). Groups that lost the most come first."""
-    observed = f"where observed_at >= {lake_timestamp(since)}" if since else ""
+    (messages_at_risk, partitions_due, next_deletion_at); abandoned offsets left out. Groups that
+    lost the most come first."""
+    observed = f"and u.observed_at >= {lake_timestamp(since)}" if since else ""
     return lake.query(f"""
         with lost as (
             select "group", topic, sum(lost_count) as messages_lost,
                    sum(lost_count_at_least) as messages_lost_at_least,
                    count(distinct "partition") as partitions_lost, max(observed_at) as last_loss_at
-            from unconsumed_messages {observed} group by "group", topic
+            from unconsumed_messages u where {_NOT_ABANDONED.format(t="u")} {observed} group by "group", topic
         ),
         due as (
-            select "group", topic, sum(lag_messages) as messages_at_risk,
+            select "group", topic, sum(unread_in_log) as messages_at_risk,
                    count(distinct "partition") as partitions_due, min(deletion_expected_at) as next_deletion_at
-            from retention_forecast where hours_left <= {float(within_hours)} group by "group", topic
+            from retention_forecast f where hours_left <= {float(within_hours)} and {_NOT_ABANDONED.format(t="f")}
+            group by "group", topic
         )
         select coalesce(l."group", d."group") as "group", coalesce(l.topic, d.topic) as topic,
                coalesce(l.messages_lost, 0) as messages_lost,
@@ -93,7 +137,7 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
                coalesce(d.partitions_due, 0) as partitions_due, d.next_deletion_at
         from lost l full outer join due d on l."group" = d."group" and l.topic = d.topic
         order by messages_lost desc, messages_at_risk desc, "group", topic""",
-                      "unconsumed_messages", "retention_forecast").to_pylist()
+                      "unconsumed_messages", "retention_forecast", "expirable_offsets").to_pylist()
 
 
 def cleanup_rows(lake: Lake) -> tuple[list[dict], list[dict]]:

@@ -72,6 +72,12 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
             count = f"{most:,}" if least == most else f"{least:,} to {most:,}"
             lines.append(f"  lost to retention (KIP-490): {row['group']} never consumed {count} "
                          f"messages of {row['topic']} that retention deleted")
+    abandoned = attention.abandoned_offsets(lake)
+    for row in abandoned[:SHOWN]:
+        lines.append(f"  abandoned: {row['group']} no longer subscribes to {row['topic']} and left "
+                     f"{row['partitions']:,} offsets there ({row['lag_messages'] or 0:,} messages unread; "
+                     "not counted as lag or loss)")
+    lines += _more(abandoned, "groups' abandoned offsets")
     lines.append("offset expiration by rule (offsets: already due / within "
                  f"{within_hours} h / next expiry):")
     for row in attention.expiration_by_rule(lake, within_hours):

@@ -1,9 +1,11 @@
 -- Lag of every group on every partition it has committed an offset for, as of the latest
--- snapshot: in messages (log end - committed) and in time (how long ago the next unconsumed
--- message was written). The write time is estimated from the snapshots' log end offsets: the
--- message at the committed offset was written between the last snapshot whose log end was at or
--- below it and the first one above it, interpolated linearly. Written before the first snapshot,
--- the age is a lower bound.
+-- snapshot: in messages (log end - committed, as Kafka's tool counts it) and in time (how long
+-- ago the oldest message the group has not read, of those retention has not deleted, was written:
+-- the message at the committed offset, or at the log start when retention deleted past the
+-- committed offset; the age of a message that no longer exists would only say when it was lost).
+-- The write time is estimated from the snapshots' log end offsets: that message was written
+-- between the last snapshot whose log end was at or below it and the first one above it,
+-- interpolated linearly. Written before the first snapshot, the age is a lower bound.
 with snapshots as (
     select snapshot_id, snapshot_at, is_latest from {{ ref('stg_snapshots__complete_snapshots') }} as s
 ),
@@ -23,6 +25,7 @@ log_history as (
 ),
 lagging as (
     select c.`group`, c.topic, c.`partition`, c.committed_offset, n.log_start_offset, n.log_end_offset,
+           greatest(c.committed_offset, n.log_start_offset) as oldest_unread_offset,
            n.snapshot_at as measured_at
     from {{ ref('committed_offsets') }} c
     join log_now n on n.topic = c.topic and n.partition_id = c.`partition`
@@ -35,28 +38,29 @@ written as (
                   h.snapshot_at) as crossing
     from lagging g
     join log_history h
-      on h.topic = g.topic and h.partition_id = g.`partition` and h.log_end_offset > g.committed_offset
-    where g.committed_offset < g.log_end_offset
+      on h.topic = g.topic and h.partition_id = g.`partition` and h.log_end_offset > g.oldest_unread_offset
+    where g.oldest_unread_offset < g.log_end_offset
     group by g.`group`, g.topic, g.`partition`
 ),
 estimated as (
     select g.*,
-           case when g.committed_offset >= g.log_end_offset then g.measured_at
+           case when g.oldest_unread_offset >= g.log_end_offset then g.measured_at
                 when w.crossing.previous_at is null then w.crossing.at
                 else timestamp_micros(unix_micros(w.crossing.previous_at) + cast(
                        (unix_micros(w.crossing.at) - unix_micros(w.crossing.previous_at))
-                       * (g.committed_offset + 1 - w.crossing.previous_end)
+                       * (g.oldest_unread_offset + 1 - w.crossing.previous_end)
                        / (w.crossing.end - w.crossing.previous_end) as bigint))
-           end as next_message_written_at,
-           g.committed_offset < g.log_end_offset and w.crossing.previous_at is null as time_lag_is_lower_bound
+           end as oldest_unread_written_at,
+           g.oldest_unread_offset < g.log_end_offset and w.crossing.previous_at is null as time_lag_is_lower_bound
     from lagging g
     left join written w on w.`group` = g.`group` and w.topic = g.topic and w.`partition` = g.`partition`
 )
 select `group`, topic, `partition`, committed_offset, log_start_offset, log_end_offset,
        greatest(log_end_offset - committed_offset, 0) as lag_messages,
-       greatest(unix_millis(measured_at) - unix_millis(next_message_written_at), 0) as lag_ms,
+       greatest(unix_millis(measured_at) - unix_millis(oldest_unread_written_at), 0) as lag_ms,
        time_lag_is_lower_bound,
        committed_offset < log_start_offset as below_log_start,
        greatest(log_start_offset - committed_offset, 0) as messages_below_log_start,
+       greatest(log_end_offset - oldest_unread_offset, 0) as unread_in_log,
        measured_at
 from estimated

@@ -34,7 +34,8 @@ retention as (
 facts as (
     select o.*, coalesce(g.state, 'Empty') as group_state,
            coalesce(g.classification, 'standalone') as classification,
-           g.protocol_type, g.current_state_timestamp, g.current_state_timestamp_ms, g.state_since, g.state_source,
+           g.protocol_type, g.member_count, g.current_state_timestamp, g.current_state_timestamp_ms, g.state_since,
+           g.state_source,
            s.topic is not null as topic_subscribed,
            u.`group` is not null as subscriptions_unknown,
            p.`group` is not null as pending_transaction,
@@ -116,6 +117,11 @@ select `group`, topic, `partition`, committed_offset, commit_timestamp, commit_t
            as base_time_estimated,
        retention_minutes, {{ lake_timestamp('expires_at_ms') }} as expires_at,
        expired as expired_now,
+       -- Abandoned: the group reads on, but none of its members subscribes to the topic any more
+       -- (known subscriptions). Its offset there is left behind, not a backlog: Kafka expires it
+       -- by the unsubscribed-topic rule, and the lag and losses on it are no one's.
+       coalesce(group_rule in ('unsubscribed_topic', 'kip848_unsubscribed_topic', 'streams_unsubscribed_topic'),
+                false) and coalesce(member_count, 0) > 0 as is_abandoned,
        round((cast(expires_at_ms as double) - as_of_ms) / 3600e3, 3) as hours_until_expiry,
        timestamp {{ var("as_of") | sql_string }} as evaluated_at,
        commit_time_estimate_ms, base_time_ms, expires_at_ms

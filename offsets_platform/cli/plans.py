@@ -104,6 +104,8 @@ def _audit(lake, plan_id: str) -> dict[str, dict]:
 
 
 def _print_plan(plan, approved: dict | None = None, audit: dict | None = None) -> None:
+    """The plan's head line, then per action: what, why, approval and outcome, and under it the
+    facts the plan rests on and, once applied, what happened and why (a skipped action's reason)."""
     print(f"plan {plan.plan_id}: {len(plan.actions)} actions, by {plan.created_by}, "
           f"created {plan.created_at:%Y-%m-%d %H:%M} UTC, expires {plan.expires_at:%Y-%m-%d %H:%M} UTC"
           + (" (EXPIRED)" if plan.expired() else ""))
@@ -112,7 +114,19 @@ def _print_plan(plan, approved: dict | None = None, audit: dict | None = None) -
         if approved is not None:
             approval = approved.get(action.action_id)
             status = f"  [approved by {approval['approved_by']}]" if approval else "  [not approved]"
-        if audit and action.action_id in audit:
-            row = audit[action.action_id]
+        row = (audit or {}).get(action.action_id)
+        if row:
             status += f" [{row['outcome']}{': ' + row['error'] if row['error'] else ''}]"
         print(f"  {action.action_id}  {action.describe():<60} {action.reason}{status}")
+        if approved is None:
+            continue  # the plan as proposed: its facts are in `show`
+        print(f"      facts: {_facts(action.facts)}")
+        if row:
+            print(f"      outcome: {row['outcome']} at {row['at']:%Y-%m-%d %H:%M:%S} UTC, by {row['requested_by']}"
+                  + (f": {row['detail']}" if row["detail"] else ""))
+
+
+def _facts(facts: dict) -> str:
+    """key=value, in the plan's order; a partition map as its number of entries."""
+    return ", ".join(f"{key}={len(value)} partitions" if isinstance(value, dict) else f"{key}={value}"
+                     for key, value in facts.items() if value is not None) or "none recorded"

@@ -127,7 +127,7 @@ def retention_figure(lake: Lake) -> go.Figure:
     has not read (retention_forecast; negative: due already)."""
     numbers = {"messages_lost": 0, "groups_losing": 0, "partitions_at_risk": 0, "at_risk_within_24h": 0}
     lost = read_table(lake, "unconsumed_messages", ["group", "topic", "partition", "observed_at", "lost_count"])
-    forecast = read_table(lake, "retention_forecast", ["group", "topic", "partition", "lag_messages", "hours_left",
+    forecast = read_table(lake, "retention_forecast", ["group", "topic", "partition", "unread_in_log", "hours_left",
                                                        "deletion_expected_at"])
     if lost.empty and forecast.empty:
         return no_data_figure(RETENTION_TITLE, numbers)
@@ -154,8 +154,8 @@ def retention_figure(lake: Lake) -> go.Figure:
             marker_color=["#d62728" if hours <= 24 else "#1f77b4" for hours in forecast["hours_left"]],
             # the hours as text too: a partition due now has a bar too short to see
             texttemplate="%{x:.2f} h", textposition="outside", cliponaxis=False,
-            customdata=forecast[["lag_messages", "deletion_expected_at"]].astype(str),
-            hovertemplate="%{y}<br>%{customdata[0]} messages behind<br>deletion expected %{customdata[1]} UTC"
+            customdata=forecast[["unread_in_log", "deletion_expected_at"]].astype(str),
+            hovertemplate="%{y}<br>%{customdata[0]} unread messages still in the log<br>deletion expected %{customdata[1]} UTC"
                           "<br>%{x:.2f} h left<extra></extra>"), row=2, col=1)
         figure.update_yaxes(autorange="reversed", type="category", row=2, col=1)
         # room on both sides for the text of bars that point left (due already) or right

@@ -19,7 +19,9 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from offsets_platform.lake import Lake
-from offsets_platform.attention import DEFAULT_WITHIN_HOURS, cleanup_rows, expiring_soon, retention_losses
+from offsets_platform.attention import (
+    DEFAULT_WITHIN_HOURS, abandoned_offsets, cleanup_rows, expiring_by_topic, retention_losses,
+)
 from offsets_platform.report.figures import build_figures, key_numbers
 
 REPORT_NAME = "cluster_report.html"
@@ -91,13 +93,18 @@ def _attention(lake: Lake) -> str:
     return "\n".join([
         '<section id="attention"><h2>What needs attention</h2>',
         f"<h3>Offsets that expire within {hours} h (or are due already)</h3>",
-        _table("table-expiring-soon", expiring_soon(lake, hours),
-               ["group", "topic", "partition", "rule", "group_state", "committed_offset", "expires_at",
-                "hours_until_expiry"]),
-        f"<h3>Groups losing messages to retention (lost already, or due within {hours} h)</h3>",
+        _table("table-expiring-soon", expiring_by_topic(lake, hours),
+               ["group", "topic", "rule", "group_state", "partitions", "due_now", "first_expires_at",
+                "hours_until_first"]),
+        f"<h3>Groups losing messages to retention (lost already: deleted unread; at risk: unread, still in "
+        f"the log, due for deletion within {hours} h)</h3>",
         _table("table-retention-losses", retention_losses(lake, hours),
                ["group", "topic", "messages_lost", "messages_lost_at_least", "partitions_lost", "last_loss_at",
                 "messages_at_risk", "partitions_due", "next_deletion_at"]),
+        "<h3>Abandoned offsets (the group reads on, but no member subscribes to the topic any more; not "
+        "counted as lag or loss above)</h3>",
+        _table("table-abandoned-offsets", abandoned_offsets(lake),
+               ["group", "topic", "partitions", "lag_messages", "first_expires_at"]),
         "<h3>Cleanup candidates: OffsetDelete (offsets of topics the group no longer subscribes to)</h3>",
         _table("table-cleanup-offsets", offset_deletes,
                ["group", "topic", "partition", "committed_offset", "lag_messages", "expires_at"]),

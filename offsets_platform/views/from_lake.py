@@ -97,21 +97,8 @@ def expiry(row: dict) -> str:
 
 
 def expiring(lake: Lake, within_hours: float) -> list[dict]:
-    """Committed offsets Kafka expires within `within_hours`, per group, topic and rule: how many
-    partitions, how many of them are due already, and the first expiry."""
-    grouped: dict[tuple, dict] = {}
-    for row in attention.expiring_soon(lake, within_hours):
-        key = (row["group"], row["topic"], row["rule"])
-        entry = grouped.setdefault(key, {
-            "group": row["group"], "topic": row["topic"], "rule": row["rule"], "group_state": row["group_state"],
-            "partitions": 0, "due_now": 0, "first_expires_at": None, "hours_until_first": row["hours_until_expiry"]})
-        entry["partitions"] += 1
-        entry["due_now"] += int(bool(row["expired_now"]))
-        if row["expires_at"] is not None and (entry["first_expires_at"] is None
-                                              or row["expires_at"] < entry["first_expires_at"]):
-            entry["first_expires_at"] = row["expires_at"]
-    # expiring_soon orders by hours until expiry, so each entry's first row was its soonest
-    return list(grouped.values())
+    """Committed offsets Kafka expires within `within_hours`, per group, topic and rule."""
+    return attention.expiring_by_topic(lake, within_hours)
 
 
 def lost(lake: Lake, since: datetime | None = None) -> list[dict]:

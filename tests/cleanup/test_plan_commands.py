@@ -36,6 +36,9 @@ def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection
     assert status == 0 and "alice approved 2 actions" in output
     status, output = _run(["show", plan_id, *home], capsys)
     assert output.count("[approved by alice]") == 2
+    # each action's facts, as the plan recorded them
+    assert output.count("      facts: ") == 2 and output.count("group_state=Empty, member_count=0") == 2
+    assert "classification=standalone" in output
 
     status, output = _run(["apply", plan_id, "--dry-run", "--bootstrap-server", broker.bootstrap_servers, *home], capsys)
     assert status == 0 and "2 shown (dry run: nothing sent)" in output
@@ -44,6 +47,7 @@ def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection
     assert output.endswith("2 deleted, 0 skipped, 0 failed\n")
     status, output = _run(["show", plan_id, *home], capsys)
     assert output.count("[deleted]") == 2
+    assert output.count("      outcome: deleted at ") == 2
 
     status, output = _run(["approve", plan_id, "--by", "bob", *home], capsys)
     assert status == 1 and "already been applied" in output

@@ -9,7 +9,9 @@ whose log start moves 0 -> 60 -> 150 while the log end grows 100 -> 200 -> 300:
 - `stopped` is Stable, then Empty from the second snapshot on;
 - `resetter` is at 40 on `resets` when its log start moves 0 -> 60, then resets past the deleted
   range and commits 120 before the second snapshot (the log shows each commit);
-- `one-partition` holds an offset on partition 0 of `pair` only, whose partition 1 loses 50.
+- `one-partition` holds an offset on partition 0 of `pair` only, whose partition 1 loses 50;
+- `moved` is Stable throughout, its member subscribed to `events` only: its offset on `resets`,
+  which it stopped reading at 40, is abandoned, so its lag and losses there are no backlog.
 """
 
 from __future__ import annotations
@@ -37,11 +39,13 @@ def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopp
             for t in ("events", "clicks", "state")]
     logs += [{"topic": t, "partition": p, "log_start_offset": log_start, "log_end_offset": end}
              for (t, p), log_start in other_starts.items()]
+    moved = {"group": "moved", "state": "Stable", "protocol_type": "consumer", "protocol": "", "member_count": 1}
     b.snapshot(when, topics=topics, logs=logs,
                groups=[{"group": "stopped", "state": stopped_state, "protocol_type": "consumer", "protocol": "",
-                        "member_count": 1 if stopped_state == "Stable" else 0}],
-               members=[{"group": "stopped", "member_id": "m1", "subscribed_topics": ["events"]}]
-               if stopped_state == "Stable" else [],
+                        "member_count": 1 if stopped_state == "Stable" else 0}, moved],
+               members=([{"group": "stopped", "member_id": "m1", "subscribed_topics": ["events"]}]
+                        if stopped_state == "Stable" else []) +
+               [{"group": "moved", "member_id": "m2", "subscribed_topics": ["events"]}],
                offsets=[{"group": g, "topic": t, "partition": 0, "committed_offset": o}
                         for (g, t), o in offsets.items()])
 
@@ -49,18 +53,18 @@ def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopp
 @pytest.fixture(scope="module")
 def lake(spark, module_lake):
     b = BronzeBuilder()
-    others = {("one-partition", "pair"): 10}
-    _snapshot(b, S1, 0, 100, {("slow", "events"): 40, ("fast", "events"): 100, ("mid", "events"): 90,
+    others = {("one-partition", "pair"): 10, ("moved", "resets"): 40}
+    _snapshot(b, S1, 0, 100, {("slow", "events"): 40, ("fast", "events"): 100, ("mid", "events"): 90, ("moved", "events"): 100,
                               ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 40,
                               **others}, "Stable", {("resets", 0): 0, ("pair", 0): 0, ("pair", 1): 0})
     b.commit("resetter", "resets", 0, 45, S1 + timedelta(minutes=2))
     b.commit("resetter", "resets", 0, 120, S1 + timedelta(minutes=5))
     b.commit("resetter", "resets", 0, 130, S2)
     b.commit("resetter", "resets", 0, 150, S2 + timedelta(minutes=1))  # after the interval
-    _snapshot(b, S2, 60, 200, {("slow", "events"): 40, ("fast", "events"): 200, ("mid", "events"): 120,
+    _snapshot(b, S2, 60, 200, {("slow", "events"): 40, ("fast", "events"): 200, ("mid", "events"): 120, ("moved", "events"): 200,
                                ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 130,
                                **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50})
-    _snapshot(b, S3, 150, 300, {("slow", "events"): 40, ("fast", "events"): 300, ("mid", "events"): 150,
+    _snapshot(b, S3, 150, 300, {("slow", "events"): 40, ("fast", "events"): 300, ("mid", "events"): 150, ("moved", "events"): 300,
                                 ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 150,
                                 **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50})
     b.write(module_lake)
@@ -135,9 +139,17 @@ def test_time_lag_is_interpolated_between_snapshots(lake):
     written_at = S1 + (S2 - S1) * (150 + 1 - 100) / (200 - 100)
     assert mid["lag_ms"] == int((S3 - written_at).total_seconds() * 1000)
     assert mid["time_lag_is_lower_bound"] is False
+    stopped = rows_by(lake, "consumer_lag", "group", "topic")[("stopped", "events")]
+    assert stopped["committed_offset"] == 50  # and the log start is 150 by S3
+
+
+def test_time_lag_is_the_age_of_the_oldest_unread_message_still_in_the_log(lake):
     slow = rows_by(lake, "consumer_lag", "group", "topic")[("slow", "events")]
-    # offset 40 was already written at the first snapshot: the age is at least S3 - S1
-    assert (slow["lag_ms"], slow["time_lag_is_lower_bound"]) == ((S3 - S1).total_seconds() * 1000, True)
+    # slow is at 40 but retention deleted up to 150: the oldest message it can still read is 150,
+    # written between S1 (end 100) and S2 (end 200); the age of 40 would be that of a lost message
+    written_at = S1 + (S2 - S1) * (150 + 1 - 100) / (200 - 100)
+    assert (slow["lag_ms"], slow["time_lag_is_lower_bound"]) == (int((S3 - written_at).total_seconds() * 1000), False)
+    assert (slow["lag_messages"], slow["messages_below_log_start"], slow["unread_in_log"]) == (260, 110, 150)
 
 
 def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
@@ -148,6 +160,25 @@ def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
     assert mid["deletion_expected_at"] == S3 + timedelta(milliseconds=RETENTION_MS - age_ms)
     assert ("fast", "events") not in forecast  # nothing unconsumed
     assert ("slow", "state") not in forecast  # compacted
+
+
+def test_messages_at_risk_are_only_those_still_in_the_log(lake):
+    slow = rows_by(lake, "retention_forecast", "group", "topic")[("slow", "events")]
+    # 260 behind, of which 110 deleted already (lost, in unconsumed_messages): 150 at risk, and
+    # their deletion is forecast from the age of offset 150, not of the long-gone 40
+    assert slow["unread_in_log"] == 150
+    lag = rows_by(lake, "consumer_lag", "group", "topic")[("slow", "events")]
+    assert slow["oldest_unconsumed_age_ms"] == lag["lag_ms"]
+    assert slow["deletion_expected_at"] == S3 + timedelta(milliseconds=RETENTION_MS - lag["lag_ms"])
+
+
+def test_an_offset_on_a_topic_no_member_subscribes_to_is_abandoned(lake):
+    offsets = rows_by(lake, "expirable_offsets", "group", "topic")
+    assert (offsets[("moved", "resets")]["is_abandoned"], offsets[("moved", "resets")]["rule"]) == \
+        (True, "unsubscribed_topic")
+    assert offsets[("moved", "events")]["is_abandoned"] is False  # subscribed
+    # an Empty group has no member reading on: its offsets are a stopped group's, not abandoned
+    assert offsets[("stopped", "events")]["is_abandoned"] is False
 
 
 def test_stopped_group_expires_retention_after_the_first_snapshot_that_saw_it_empty(lake):

@@ -1,0 +1,30 @@
+"""The shared numbers keep lag, loss, risk and abandoned offsets apart (hand-written model rows)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from offsets_platform import attention
+from tests.test_summary import at, full_rows
+
+
+def write(lake, name: str, rows: list[dict]) -> None:
+    lake.append(name, full_rows(lake, name, rows))
+
+
+def test_abandoned_offsets_are_neither_lag_nor_loss_nor_risk(lake):
+    """`g` reads `kept` and left `left` behind (abandoned): each has 10 unread messages, 5 lost."""
+    keys = [{"group": "g", "topic": topic, "partition": 0} for topic in ("kept", "left")]
+    write(lake, "expirable_offsets", [{**key, "is_abandoned": key["topic"] == "left", "rule": "unsubscribed_topic",
+                                       "expires_at": at(30)} for key in keys])
+    write(lake, "consumer_lag", [{**key, "lag_messages": 10, "lag_ms": 1000} for key in keys])
+    write(lake, "unconsumed_messages", [{**key, "lost_count": 5, "lost_count_at_least": 5, "observed_at": at(1)}
+                                        for key in keys])
+    write(lake, "retention_forecast", [{**key, "unread_in_log": 10, "hours_left": 1.0,
+                                        "deletion_expected_at": at(1) + timedelta(hours=1)} for key in keys])
+
+    assert attention.lag_by_group(lake) == [{"group": "g", "lag_messages": 10, "lag_ms": 1000}]
+    (loss,) = attention.retention_losses(lake)
+    assert (loss["topic"], loss["messages_lost"], loss["messages_at_risk"]) == ("kept", 5, 10)
+    assert attention.abandoned_offsets(lake) == [{"group": "g", "topic": "left", "partitions": 1, "lag_messages": 10,
+                                                  "first_expires_at": at(30)}]
