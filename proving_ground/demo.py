@@ -10,8 +10,10 @@ On a fresh Apache Kafka broker started by the project:
    workload runs, the Dagster `ingest` job (ingest + snapshot, no Spark) runs every few seconds,
    so the lake follows the cluster as it changes;
 2. then the `refresh` job runs: it ingests what is new, takes a snapshot, runs every Spark SQL
-   model with its Great Expectations checks and proposes a cleanup plan.
-Then it prints a summary and writes the report, ends the live members and stops the broker.
+   model with its Great Expectations checks and proposes a cleanup plan;
+3. it prints a summary and writes the report, then approves the plan (a person does that in real
+   use) and applies it while the live members still run, and asks the broker whether each
+   deletion happened. Then it ends the live members and stops the broker.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from offsets_platform.broker.jvm import KafkaNotInstalled
 from offsets_platform.lake import Lake
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.report import report_path, write_report
-from offsets_platform.settings import Settings
+from offsets_platform.settings import KafkaConnection, Settings
 from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
 from proving_ground.workload.live import run_live_workload
 
@@ -109,6 +111,7 @@ def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
         try:
             refresh("final cycle (after the live workload)")
             _print_summary(lake, workload)
+            _approve_and_apply(lake, broker.bootstrap_servers)
         finally:
             workload.stop()
     print(f"\ntables are in {lake.root}; the live members and the embedded broker are stopped.")
@@ -132,6 +135,39 @@ def _print_summary(lake: Lake, workload) -> None:
     # The same answers as figures, in one HTML file that opens offline: <demo home>/reports/.
     report = write_report(lake, report_path(lake))
     print(f"report: {report}")
+
+
+def _approve_and_apply(lake: Lake, bootstrap_servers: str) -> None:
+    """Approve the plan the refresh proposed and apply it, as an operator does after reading it
+    (here the demo approves its own plan), then ask the broker whether each deletion happened.
+    The live members still run: apply checks their subscriptions again before it sends anything."""
+    from offsets_platform.cleanup.apply import apply_plan
+    from offsets_platform.cleanup.approvals import approve
+    from offsets_platform.cleanup.kafka_calls import live_group
+    from offsets_platform.kafka.admin_calls import open_admin
+
+    latest = lake.query("select plan_id from cleanup_plans order by created_at desc limit 1", "cleanup_plans")
+    if latest.num_rows == 0:
+        print("summary: cleanup: the refresh proposed no plan, there is nothing to clean up")
+        return
+    plan_id = latest.column("plan_id")[0].as_py()
+    approve(lake, plan_id, "demo", comment="approved by the demo; in real use a person reads the plan first")
+    connection = KafkaConnection(bootstrap_servers=bootstrap_servers)
+    result = apply_plan(lake, connection, plan_id, requested_by="demo", emit=lambda line: None)
+    print(f"summary: cleanup plan {plan_id}, approved and applied: {result.count('deleted')} deleted, "
+          f"{result.count('skipped')} skipped, {result.count('failed')} failed")
+    deleted = [row for row in result.outcomes if row["outcome"] == "deleted"]
+    with open_admin(connection, 15, 15) as admin:
+        remaining = {group: live_group(admin, group).committed_offsets for group in {row["group"] for row in deleted}}
+    for row in deleted:
+        where = f"{row['topic']}-{row['partition']}" if row["topic"] is not None else "the group"
+        gone = (row["topic"], row["partition"]) not in remaining[row["group"]] if row["topic"] is not None \
+            else not remaining[row["group"]]
+        print(f"  {row['action']} {row['group']} {where}: deleted; the broker "
+              + ("no longer has it" if gone else "STILL HAS IT"))
+    for row in result.outcomes:
+        if row["outcome"] in ("skipped", "failed"):
+            print(f"  {row['action']} {row['group']} {row['topic'] or ''}: {row['outcome']}: {row['detail']}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,6 +59,10 @@ def test_demo_reads_the_real_groups_from_the_log_and_snapshots_and_stops_everyth
     assert "lost to retention (KIP-490): billing-slow never consumed" in output
     assert "offset expiration by rule" in output and "unsubscribed_topic" in output
     assert "OffsetDelete search-changed-subscription search-clicks-" in output
+    # ... and the demo applies its plan: the group that changed its subscription loses the offsets
+    # it left behind, and the broker confirms it
+    assert "approved and applied: " in output and "STILL HAS IT" not in output
+    assert "OffsetDelete search-changed-subscription search-clicks-0: deleted; the broker no longer has it" in output
     expirable = lake.query("select count(*) as n from expirable_offsets", "expirable_offsets").to_pylist()
     assert expirable == [{"n": lake.count("committed_offsets")}]
 
