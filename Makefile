@@ -51,16 +51,18 @@ bench-models: $(INSTALLED) $(BENCH_INSTALLED)  ## full and incremental model ref
 fault-trials: $(INSTALLED)  ## ingest and refreshes killed, the broker down, killed, frozen and restarted, every run twice at once (about 20 minutes; docs/fault-trials.md)
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m proving_ground.fault_trials
 
+# The home the UI reads and keeps its runs in: the lake in $(UI_HOME)/lake, Dagster in $(UI_HOME)/dagster
+UI_HOME ?= $(or $(OFFSETS_PLATFORM_HOME),.offsets_platform)
 UI_PORT ?= 3000
 SPARK_CONNECT_PORT ?= 15002
 # The UI's runs (its schedules too) connect to one long-lived Spark Connect server started with it,
 # instead of each starting a JVM; the server stops when the UI does.
-ui: $(INSTALLED)  ## the Dagster UI and daemon on http://127.0.0.1:$(UI_PORT), with a Spark Connect server; runs persist in .offsets_platform/dagster
-	mkdir -p .offsets_platform/dagster
-	test -f .offsets_platform/dagster/dagster.yaml || cp assets/dagster.yaml .offsets_platform/dagster/dagster.yaml
+ui: $(INSTALLED)  ## the Dagster UI and daemon on http://127.0.0.1:$(UI_PORT), with a Spark Connect server; runs persist in $$OFFSETS_PLATFORM_HOME/dagster (.offsets_platform/dagster)
+	mkdir -p "$(UI_HOME)/dagster"
+	test -f "$(UI_HOME)/dagster/dagster.yaml" || cp assets/dagster.yaml "$(UI_HOME)/dagster/dagster.yaml"
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/offsets-platform spark-server --port $(SPARK_CONNECT_PORT) & server=$$!; \
 	trap 'kill $$server 2>/dev/null; wait $$server' EXIT; \
-	DAGSTER_HOME="$(CURDIR)/.offsets_platform/dagster" SPARK_LOCAL_IP=127.0.0.1 \
+	DAGSTER_HOME="$(abspath $(UI_HOME))/dagster" OFFSETS_PLATFORM_HOME="$(abspath $(UI_HOME))" SPARK_LOCAL_IP=127.0.0.1 \
 		OFFSETS_PLATFORM_SPARK_REMOTE=sc://127.0.0.1:$(SPARK_CONNECT_PORT) \
 		$(BIN)/dagster dev -h 127.0.0.1 -p $(UI_PORT) -w workspace.yaml
 

@@ -83,7 +83,7 @@ def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
     job = defs.resolve_job_def("refresh")
     ingest_job = defs.resolve_job_def("ingest")
     print("starting Apache Kafka (the embedded broker) ...")
-    with EmbeddedBroker(demo_home / "broker") as broker, DagsterInstance.ephemeral() as instance:
+    with EmbeddedBroker(demo_home / "broker") as broker, _dagster_instance(demo_home / "dagster") as instance:
         print(f"Apache Kafka at {broker.bootstrap_servers}, data in {broker.data_dir}")
         run_config = {
             "resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
@@ -115,7 +115,17 @@ def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
         finally:
             workload.stop()
     print(f"\ntables are in {lake.root}; the live members and the embedded broker are stopped.")
+    print(f"see the runs, tables and checks in the Dagster UI: make ui OFFSETS_PLATFORM_HOME={demo_home}")
     return lake
+
+
+def _dagster_instance(dagster_home: Path) -> DagsterInstance:
+    """A Dagster instance that keeps the demo's runs, materializations and checks in
+    `dagster_home`, with the deployment's settings (assets/dagster.yaml), so that
+    `make ui OFFSETS_PLATFORM_HOME=<the demo's home>` shows them."""
+    dagster_home.mkdir(parents=True)
+    shutil.copy(Path(__file__).resolve().parent.parent / "assets" / "dagster.yaml", dagster_home / "dagster.yaml")
+    return DagsterInstance.from_config(str(dagster_home))
 
 
 def _print_summary(lake: Lake, workload) -> None:

@@ -6,6 +6,7 @@ import threading
 import time
 
 import psutil
+from dagster import AssetKey, DagsterInstance
 
 from proving_ground.demo import run_demo
 from proving_ground.workload.live.scenarios import GROUPS
@@ -65,6 +66,12 @@ def test_demo_reads_the_real_groups_from_the_log_and_snapshots_and_stops_everyth
     assert "OffsetDelete search-changed-subscription search-clicks-0: deleted; the broker no longer has it" in output
     expirable = lake.query("select count(*) as n from expirable_offsets", "expirable_offsets").to_pylist()
     assert expirable == [{"n": lake.count("committed_offsets")}]
+
+    # The demo's runs stay in its Dagster home, for `make ui OFFSETS_PLATFORM_HOME=<its home>`.
+    with DagsterInstance.from_config(str(tmp_path / "demo" / "dagster")) as instance:
+        for asset in ("offset_commit_records", "group_snapshots", "consumer_lag", "cleanup_plans"):
+            assert instance.get_latest_materialization_event(AssetKey(asset)) is not None, asset
+    assert "make ui OFFSETS_PLATFORM_HOME=" in output
 
     # The processes started since the demo began (a JVM the demo left would have been reparented,
     # so not among this process's children); older ones belong to others sharing the machine.
