@@ -243,3 +243,14 @@ def test_every_partition_with_lag_known_has_a_status(rows, module_lake):
     # the grain: consumer_lag's rows, no more, no fewer
     lag = {(r["group"], r["partition"]) for r in module_lake.read_arrow("consumer_lag").to_pylist()}
     assert lag == set(rows)
+
+
+def test_the_models_own_checks_pass_on_these_rows(spark, rows, module_lake):
+    # the Great Expectations checks the Dagster asset runs (gold.yml's tests), on real output
+    from offsets_platform.models import default_project
+    from offsets_platform.quality import specs_for_model, validate
+
+    model = default_project().model("consumer_status")
+    lake = module_lake.with_model_tables({model.name: model.table_spec()})
+    result = validate(lake.spark_read(spark, model.name), model.name, specs_for_model(model))
+    assert result.passed, result.summary()
