@@ -20,6 +20,10 @@
 -- The rules, in order (the first that holds decides; `rule` names it):
 --   caught_up             lag now (consumer_lag) is 0: OK, whatever the window says. A quiet
 --                         partition with no new messages is OK, not STOP.
+--   not_subscribed        the group has members whose subscriptions are all known, and none of
+--                         them is to this topic: ABANDONED. Nobody is meant to read these
+--                         offsets any more (a subscription changed); they are not a stopped
+--                         consumer, and they leave the group's status alone.
 --   too_few_observations  fewer than 2 observations: INCOMPLETE (no span, no direction).
 --   stopped               STOP: the consumer has been silent for longer than the window spans.
 --                         Silent since its last commit, or since the latest snapshot that still
@@ -32,7 +36,7 @@
 --                         (with a known lag) to the next; at least two known lags.
 --   progressing           OK.
 -- group_status is the worst partition's, STOP, STALL and REWIND counting as ERR (Burrow's group
--- status); INCOMPLETE only when every partition is.
+-- status); ABANDONED partitions do not count, and INCOMPLETE only when every other partition is.
 {% set window_size = var('consumer_status_window') | int %}
 {% set min_distance_ms = (var('consumer_status_min_distance_seconds') | int) * 1000 %}
 with clock as (
@@ -42,6 +46,22 @@ judged as (
     -- the partitions with a committed offset now and a known log end: lag now is known
     select `group`, topic, `partition`, committed_offset, log_end_offset, lag_messages, measured_at
     from {{ ref('consumer_lag') }}
+),
+subscribed as (
+    select `group`, topic from {{ ref('group_subscriptions') }}
+),
+unknown_subscriptions as (
+    -- a member whose subscription could not be read might read any topic (as expirable_offsets)
+    select distinct `group` from {{ ref('group_members') }}
+    where not subscription_decoded and subscribed_topic_regex is null
+),
+abandoned as (
+    -- partitions of topics a group with known subscriptions no longer subscribes to
+    select j.`group`, j.topic, j.`partition`
+    from judged as j
+    left semi join subscribed as g on g.`group` = j.`group`
+    left anti join subscribed as t on t.`group` = j.`group` and t.topic = j.topic
+    left anti join unknown_subscriptions as u on u.`group` = j.`group`
 ),
 log_commits as (
     select r.`group`, r.topic, r.`partition`, r.offset as committed_offset,
@@ -169,6 +189,7 @@ evaluated as (
            greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms)) as silent_since_ms,
            case
              when j.lag_messages = 0 then 'caught_up'
+             when a.`group` is not null then 'not_subscribed'
              when coalesce(s.observations, 0) < 2 then 'too_few_observations'
              when n.now_ms - greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms))
                   > s.last_at_ms - s.first_at_ms then 'stopped'
@@ -183,25 +204,30 @@ evaluated as (
     left join summary as s on s.`group` = j.`group` and s.topic = j.topic and s.`partition` = j.`partition`
     left join caught_up_after_last as c
       on c.`group` = j.`group` and c.topic = j.topic and c.`partition` = j.`partition`
+    left join abandoned as a on a.`group` = j.`group` and a.topic = j.topic and a.`partition` = j.`partition`
 ),
 statused as (
     select e.*,
-           case rule when 'too_few_observations' then 'INCOMPLETE' when 'stopped' then 'STOP'
+           case rule when 'not_subscribed' then 'ABANDONED'
+                     when 'too_few_observations' then 'INCOMPLETE' when 'stopped' then 'STOP'
                      when 'rewound' then 'REWIND' when 'offsets_unchanged' then 'STALL'
                      when 'lag_not_decreasing' then 'WARN' else 'OK' end as status
     from evaluated as e
 ),
 ranked as (
     select s.*,
-           -- 0 INCOMPLETE, 1 OK, 2 WARN, 3 ERR (a partition in STOP, STALL or REWIND)
-           max(case status when 'INCOMPLETE' then 0 when 'OK' then 1 when 'WARN' then 2 else 3 end)
+           -- -1 ABANDONED (does not count), 0 INCOMPLETE, 1 OK, 2 WARN, 3 ERR (STOP, STALL, REWIND)
+           max(case status when 'ABANDONED' then -1 when 'INCOMPLETE' then 0 when 'OK' then 1
+                           when 'WARN' then 2 else 3 end)
                over (partition by `group`) as group_severity,
            cast(count(*) over (partition by `group`) as int) as group_partitions,
            cast(count_if(status = 'INCOMPLETE') over (partition by `group`) as int) as group_partitions_incomplete
     from statused as s
 )
 select `group`, topic, `partition`, status, rule,
-       case group_severity when 0 then 'INCOMPLETE' when 1 then 'OK' when 2 then 'WARN' else 'ERR' end
+       -- a group whose every partition is ABANDONED reads nothing it is behind on: OK
+       case group_severity when 0 then 'INCOMPLETE' when -1 then 'OK' when 1 then 'OK' when 2 then 'WARN'
+                           else 'ERR' end
            as group_status,
        group_partitions, group_partitions_incomplete,
        coalesce(observations, 0) as observations,

@@ -26,20 +26,23 @@ pytestmark = pytest.mark.fast  # make test-fast
 
 AS_OF = at(days=1)
 # consumer_status and what it reads; the other models are not needed here and cost minutes
-MODELS = ["log_offset_state", "snapshot_offsets", "committed_offsets", "consumer_lag", "consumer_status"]
+MODELS = ["log_offset_state", "snapshot_offsets", "committed_offsets", "consumer_lag", "group_state_history",
+          "group_state", "group_members", "group_subscriptions", "consumer_status"]
 
 
 @dataclass
 class Case:
     """commits: (minute, offset[, partition]); log_ends: (minute, log end) of partition 0;
     other_log_ends: partition -> a constant log end; snapshot_offsets: (minute, committed
-    offset of partition 0 in that snapshot), for a group the log does not know."""
+    offset of partition 0 in that snapshot), for a group the log does not know; subscribed_to:
+    the topics of the one member of a classic group record written before everything else."""
     name: str
     as_of: float
     commits: list[tuple] = field(default_factory=list)
     log_ends: list[tuple[float, int]] = field(default_factory=list)
     other_log_ends: dict[int, int] = field(default_factory=dict)
     snapshot_offsets: dict[float, int] = field(default_factory=dict)
+    subscribed_to: list[str] | None = None  # a group record with one member subscribed to these
 
     def when(self, minute: float) -> datetime:
         # whole milliseconds: a float minute must not put a commit a microsecond before a
@@ -83,6 +86,10 @@ CASES = [
     # the log grows 50 a minute, the consumer 40: lags 100, 110, 120, 130
     Case("falling-behind", as_of=4, commits=[(0, 100), (1, 140), (2, 180), (3, 220)],
          log_ends=[(0, 200), (4, 400)]),
+    # the stopped case again, but the group has a member and subscribes to another topic only
+    # (a subscription changed): nobody is meant to read this topic, so not STOP and not ERR
+    Case("unsubscribed", as_of=30, commits=[(m, 10 * (m + 1)) for m in range(5)], log_ends=[(0, 100), (30, 200)],
+         subscribed_to=["another-topic"]),
     # the same log, the consumer 60 a minute: lags 100, 90, 80, 70
     Case("catching-up", as_of=4, commits=[(0, 100), (1, 160), (2, 220), (3, 280)],
          log_ends=[(0, 200), (4, 400)]),
@@ -107,6 +114,8 @@ def _bronze() -> BronzeBuilder:
     b = BronzeBuilder()
     snapshots: dict[datetime, dict[str, list]] = defaultdict(lambda: {"logs": [], "offsets": []})
     for case in CASES:
+        if case.subscribed_to is not None:
+            b.group_record(case.name, case.when(-1), members={"m1": case.subscribed_to})
         for when, offset, *partition in case.commits:  # in time order, as Kafka appends them
             b.commit(case.name, case.name, partition[0] if partition else 0, offset, case.when(when))
         last_end = case.log_ends[-1][1]
@@ -204,6 +213,14 @@ def test_the_same_offset_committed_with_lag_throughout_is_stall_and_the_group_er
     # the group is its worst partition's state, STALL counting as ERR
     assert stalled["group_status"] == caught_up["group_status"] == "ERR"
     assert stalled["group_partitions"] == 2
+
+
+def test_lag_on_a_topic_the_group_no_longer_subscribes_to_is_abandoned_not_stop(rows):
+    row, stopped = rows[("unsubscribed", 0)], rows[("stopped", 0)]
+    assert (row["status"], row["rule"], row["group_status"]) == ("ABANDONED", "not_subscribed", "OK")
+    # the same numbers as the stopped case, which has no members (nothing says it should not read)
+    assert (row["window_seconds"], row["silent_seconds"], row["current_lag"]) == (
+        stopped["window_seconds"], stopped["silent_seconds"], stopped["current_lag"])
 
 
 def test_moving_offsets_whose_lag_never_falls_is_warn(rows):
