@@ -29,6 +29,11 @@ class ModelsResource(ConfigurableResource):
         default="{}", description='KIP-490 watch list, e.g. {"invoices": ["billing"]}; on unlisted topics a '
                                   "group watches the partitions where it holds an offset")
     metrics_bucket_minutes: int = Field(default=60, description="width of a coordinator_metrics bucket")
+    consumer_status_window: int = Field(
+        default=10, description="observations per partition that consumer_status judges (Burrow's intervals)")
+    consumer_status_min_distance_seconds: int = Field(
+        default=60, description="at most one consumer_status observation per partition per this many seconds "
+                                "(Burrow's min-distance)")
 
     _as_of: Optional[datetime] = PrivateAttr(default=None)
 
@@ -39,7 +44,9 @@ class ModelsResource(ConfigurableResource):
         variables = default_variables(self._as_of)
         variables.update(offsets_retention_minutes_fallback=self.offsets_retention_minutes_fallback,
                          watched_groups=json.loads(self.watched_groups_json),
-                         metrics_bucket_minutes=self.metrics_bucket_minutes)
+                         metrics_bucket_minutes=self.metrics_bucket_minutes,
+                         consumer_status_window=self.consumer_status_window,
+                         consumer_status_min_distance_seconds=self.consumer_status_min_distance_seconds)
         return ModelRunner(spark, lake, variables=variables, emit=emit)
 
 

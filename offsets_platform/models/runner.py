@@ -104,6 +104,14 @@ def default_variables(now: datetime | None = None) -> dict[str, Any]:
         "watched_groups": {},
         # Width of a coordinator_metrics time bucket.
         "metrics_bucket_minutes": 60,
+        # consumer_status: observations per partition in the window Burrow's rules judge (Burrow's
+        # storage `intervals`, 10 there too).
+        "consumer_status_window": 10,
+        # consumer_status: at most one observation per partition per this many seconds (the latest
+        # commit in it), like Burrow's `min-distance`: without it, a consumer auto-committing every
+        # 5 s fills a window of 10 in under a minute, and a refresh a minute after ingest finds it
+        # silent for longer than its window spans (STOP).
+        "consumer_status_min_distance_seconds": 60,
     }
 
 

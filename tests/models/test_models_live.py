@@ -137,3 +137,18 @@ def test_other_groups_get_their_rules(live):
     subscriptions = {(r["group"], r["topic"]) for r in lake.read_arrow("group_subscriptions").to_pylist()}
     active = workload.groups["orders-active"]
     assert {(active.group, t) for t in active.subscribed_topics} <= subscriptions
+
+
+def test_consumer_status_leaves_a_changed_subscription_out_and_judges_a_stopped_group(live):
+    # On the real groups: the topic the changed subscription left behind still has lag, but the
+    # group has members that subscribe elsewhere, so those partitions are ABANDONED (Burrow would
+    # say STOP and make the group ERR). The stopped group is Empty: it has no subscriptions, so
+    # its partitions are judged by the lag rules, never set aside.
+    workload, lake = live
+    status = rows_by(lake, "consumer_status", "group", "topic", "partition")
+    changed = workload.changed_subscription
+    left = [r for (g, t, _), r in status.items() if g == changed["group"] and t == changed["left_behind_topic"]]
+    assert [r for r in left if r["current_lag"] > 0], "the left-behind topic has lag"
+    assert {(r["status"], r["rule"]) for r in left if r["current_lag"] > 0} == {("ABANDONED", "not_subscribed")}
+    stopped = [r for (g, _, _), r in status.items() if g == workload.groups["reports-stopped"].group]
+    assert stopped and not [r for r in stopped if r["rule"] == "not_subscribed"]
