@@ -21,7 +21,7 @@
 --   caught_up             lag now (consumer_lag) is 0: OK, whatever the window says. A quiet
 --                         partition with no new messages is OK, not STOP.
 --   not_subscribed        the group has members whose subscriptions are all known, and none of
---                         them is to this topic: ABANDONED. Nobody is meant to read these
+--                         them is to this topic (expirable_offsets.is_abandoned): ABANDONED. Nobody is meant to read these
 --                         offsets any more (a subscription changed); they are not a stopped
 --                         consumer, and they leave the group's status alone.
 --   too_few_observations  fewer than 2 observations: INCOMPLETE (no span, no direction).
@@ -47,21 +47,10 @@ judged as (
     select `group`, topic, `partition`, committed_offset, log_end_offset, lag_messages, measured_at
     from {{ ref('consumer_lag') }}
 ),
-subscribed as (
-    select `group`, topic from {{ ref('group_subscriptions') }}
-),
-unknown_subscriptions as (
-    -- a member whose subscription could not be read might read any topic (as expirable_offsets)
-    select distinct `group` from {{ ref('group_members') }}
-    where not subscription_decoded and subscribed_topic_regex is null
-),
 abandoned as (
-    -- partitions of topics a group with known subscriptions no longer subscribes to
-    select j.`group`, j.topic, j.`partition`
-    from judged as j
-    left semi join subscribed as g on g.`group` = j.`group`
-    left anti join subscribed as t on t.`group` = j.`group` and t.topic = j.topic
-    left anti join unknown_subscriptions as u on u.`group` = j.`group`
+    -- offsets a reading group left behind on a topic none of its members subscribes to any more
+    -- (the one definition, expirable_offsets.is_abandoned)
+    select `group`, topic, `partition` from {{ ref('expirable_offsets') }} where is_abandoned
 ),
 log_commits as (
     select r.`group`, r.topic, r.`partition`, r.offset as committed_offset,

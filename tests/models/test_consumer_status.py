@@ -27,7 +27,8 @@ pytestmark = pytest.mark.fast  # make test-fast
 AS_OF = at(days=1)
 # consumer_status and what it reads; the other models are not needed here and cost minutes
 MODELS = ["log_offset_state", "snapshot_offsets", "committed_offsets", "consumer_lag", "group_state_history",
-          "group_state", "group_members", "group_subscriptions", "consumer_status"]
+          "group_state", "group_members", "group_subscriptions", "offsets_retention", "expirable_offsets",
+          "consumer_status"]
 
 
 @dataclass
