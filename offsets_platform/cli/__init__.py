@@ -189,12 +189,12 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.ingest.log_check import LogMismatch
     from offsets_platform.ingest.offsets_topic import IngestError
     from offsets_platform.kafka.errors import BrokerUnreachable
-    from offsets_platform.lake import MissingTable
+    from offsets_platform.lake import MissingTable, OutdatedTable
     from offsets_platform.lake.lease import LeaseBusy
     from offsets_platform.lake.spark import SparkConnectError
 
     return (BrokerStartFailed, BrokerUnreachable, GroupCallError, IngestError, KafkaNotInstalled, LeaseBusy,
-            LogMismatch, MissingTable, NoLake, PlanError, PortInUse, SparkConnectError)
+            LogMismatch, MissingTable, NoLake, OutdatedTable, PlanError, PortInUse, SparkConnectError)
 
 
 if __name__ == "__main__":

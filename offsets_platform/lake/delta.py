@@ -164,11 +164,26 @@ class Lake:
         return table.to_pyarrow_table(columns=columns, filesystem=filesystem)
 
     def query(self, sql: str, *names: str) -> pa.Table:
-        """Run SQL with delta-rs's engine over the named tables (registered under their names)."""
+        """Run SQL with delta-rs's engine over the named tables (registered under their names).
+
+        Raises:
+            OutdatedTable: the query failed, and a table it reads lacks columns its registered
+                schema has (written by an older version, and not rewritten since).
+        """
         builder = QueryBuilder()
-        for name in names:
-            builder = builder.register(name, self._opened(name) or _empty_stand_in(self.spec(name)))
-        return pa.table(builder.execute(sql).read_all())
+        opened = {name: self._opened(name) for name in names}
+        for name, table in opened.items():
+            builder = builder.register(name, table or _empty_stand_in(self.spec(name)))
+        try:
+            return pa.table(builder.execute(sql).read_all())
+        except Exception:
+            for name, table in opened.items():
+                if table is not None:
+                    missing = [f.name for f in self.spec(name).schema
+                               if f.name not in table.schema().to_arrow().names]
+                    if missing:
+                        raise OutdatedTable(name, missing) from None
+            raise
 
     def count(self, name: str) -> int:
         return self.query(f"select count(*) as n from {name}", name).column("n")[0].as_py()
@@ -207,6 +222,16 @@ class Lake:
 
 class MissingTable(LookupError):
     """A table that must exist for an answer to mean anything has not been written yet."""
+
+
+class OutdatedTable(LookupError):
+    """A table was written by an older version of the project and lacks columns a reader needs."""
+
+    def __init__(self, name: str, missing: list[str]):
+        self.name, self.missing = name, missing
+        where = "rerun the models (`offsets-platform models`, or the Dagster job refresh)"
+        super().__init__(f"the table {name} lacks the columns {', '.join(missing)}: it was written by an older "
+                         f"version of the project; {where} to rewrite it")
 
 
 # delta-rs's SQL engine reads only Delta tables, so a query naming a table no write has created

@@ -113,3 +113,15 @@ def test_a_view_of_a_lake_that_is_not_there_creates_nothing(tmp_path, capsys):
     assert main(["groups", "--home", str(tmp_path / "none")]) == 1
     assert "there is no lake in" in capsys.readouterr().err
     assert not (tmp_path / "none").exists()
+
+
+def test_a_table_an_older_version_wrote_is_named_with_what_to_do(lake, capsys):
+    from deltalake import write_deltalake
+
+    # retention_forecast as written before it had unread_in_log
+    older = full_rows(lake, "retention_forecast", [{"group": "g", "topic": "t", "partition": 0}]).drop(["unread_in_log"])
+    write_deltalake(str(lake.path("retention_forecast")), older)
+    assert main(["lost", "--home", str(lake.root.parent)]) == 1
+    error = capsys.readouterr().err
+    assert "the table retention_forecast lacks the columns unread_in_log" in error
+    assert "offsets-platform models" in error
