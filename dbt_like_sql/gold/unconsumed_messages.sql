@@ -20,7 +20,7 @@
 -- offset on that partition during the interval.
 {% set watched = var('watched_groups', {}) %}
 with snapshots as (
-    select snapshot_id, snapshot_at from {{ source('bronze', 'broker_configs') }}
+    select snapshot_id, snapshot_at from {{ ref('stg_snapshots__complete_snapshots') }} as s
 ),
 moves as (
     select * from (

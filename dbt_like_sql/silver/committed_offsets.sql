@@ -16,8 +16,7 @@ snapshot_groups as (
     -- groups the latest snapshot described and fetched offsets of without an error
     select distinct g.`group`
     from {{ source('bronze', 'group_snapshots') }} g
-    join (select snapshot_id from {{ source('bronze', 'broker_configs') }}
-          order by snapshot_at desc limit 1) l on g.snapshot_id = l.snapshot_id
+    join {{ ref('stg_snapshots__complete_snapshots') }} as l on g.snapshot_id = l.snapshot_id and l.is_latest
 ),
 joined as (
     select coalesce(l.`group`, s.`group`) as `group`,

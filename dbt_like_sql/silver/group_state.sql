@@ -13,8 +13,7 @@ latest_log as (
     group by `group`
 ),
 latest_snapshot as (
-    select snapshot_id, snapshot_at from {{ source('bronze', 'broker_configs') }}
-    order by snapshot_at desc limit 1
+    select snapshot_id, snapshot_at from {{ ref('stg_snapshots__complete_snapshots') }} as s where s.is_latest
 ),
 snapshot_now as (
     select g.`group`, g.group_type, g.state, g.protocol_type, g.protocol, g.member_count, g.snapshot_at,

@@ -75,8 +75,7 @@ snapshot_observations as (
            g.member_count, g.snapshot_id,
            lag(g.state) over (partition by g.`group` order by g.snapshot_at) as previous_state
     from {{ source('bronze', 'group_snapshots') }} g
-    -- only complete snapshots (broker_configs is written last)
-    join {{ source('bronze', 'broker_configs') }} b on b.snapshot_id = g.snapshot_id
+    join {{ ref('stg_snapshots__complete_snapshots') }} as b on b.snapshot_id = g.snapshot_id
 ),
 snapshots as (
     select `group`, observed_at, state, protocol_type, protocol, cast(null as int) as generation,

@@ -130,7 +130,11 @@ class Lake:
         """Replace the table's rows in one Delta commit. Returns the new table version."""
         spec = self.spec(name)
         table = self._writable(name)
-        write_deltalake(table, conform(data, spec), mode="overwrite")
+        rows = conform(data, spec)
+        # A model's columns can change between versions (one renamed or dropped). Replacing every
+        # row, the commit replaces the schema with the registered one too.
+        replaced = table.schema().to_arrow().names != rows.schema.names
+        write_deltalake(table, rows, mode="overwrite", schema_mode="overwrite" if replaced else None)
         table.update_incremental()
         return table.version()
 

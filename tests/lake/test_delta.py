@@ -184,3 +184,19 @@ def test_a_table_written_before_its_spec_gained_nullable_columns_gains_them(lake
         ("old", None), ("new", -(2**63))]
     read_by_spark = lake.spark_read(spark, "offset_commit_records").orderBy("source_offset").collect()
     assert [r["commit_timestamp_out_of_range_ms"] for r in read_by_spark] == [None, -(2**63)]
+
+
+def test_an_overwrite_replaces_a_schema_an_older_version_wrote(lake, spark):
+    # retention_forecast as it was before its lag_messages became unread_in_log: an overwrite
+    # (every model's full run) must replace the old columns, not refuse the new ones
+    spec = lake.spec("retention_forecast")
+    older = pa.schema([pa.field("lag_messages", pa.int64()) if field.name == "unread_in_log" else field
+                       for field in spec.schema])
+    path = str(lake.path("retention_forecast"))
+    write_deltalake(path, pa.Table.from_pylist([{"group": "g", "topic": "t", "partition": 0, "lag_messages": 5}],
+                                               schema=older))
+    lake.overwrite("retention_forecast", pa.Table.from_pylist(
+        [{"group": "g", "topic": "t", "partition": 0, "unread_in_log": 7}], schema=spec.schema))
+    assert lake.read_arrow("retention_forecast").schema.names == spec.schema.names
+    assert [row["unread_in_log"] for row in lake.read_arrow("retention_forecast").to_pylist()] == [7]
+    assert [row["unread_in_log"] for row in lake.spark_read(spark, "retention_forecast").collect()] == [7]
