@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyspark
@@ -47,3 +50,40 @@ def test_a_session_reads_and_writes_delta_with_sql(spark, tmp_path):
     assert sorted(row.id for row in spark.read.format("delta").load(str(path)).collect()) == [1, 2, 3]
     # time travel, which the models' incremental refresh will use
     assert spark.read.format("delta").option("versionAsOf", 1).load(str(path)).count() == 2
+
+
+# A process of its own per session: the setting is fixed when Spark starts. `without` removes the
+# project's setting first, to show the spark-defaults.conf below does turn deletion vectors on.
+_CREATE_AND_DELETE = """
+import sys
+from deltalake import DeltaTable
+from offsets_platform.lake import spark as lake_spark
+path, variant = sys.argv[1], sys.argv[2]
+if variant == "without":
+    del lake_spark._DELTA_CONF["spark.databricks.delta.properties.defaults.enableDeletionVectors"]
+spark = lake_spark.get_spark(master="local[1]")
+spark.sql(f"CREATE OR REPLACE TABLE delta.`{path}` USING delta AS SELECT id FROM range(10)")
+spark.sql(f"DELETE FROM delta.`{path}` WHERE id < 3")
+try:
+    print("delta-rs reads", DeltaTable(path).to_pyarrow_table().num_rows, "rows")
+except Exception as error:
+    print("delta-rs fails:", error)
+"""
+
+
+def test_tables_spark_creates_stay_readable_by_delta_rs_whatever_sparks_defaults_say(tmp_path):
+    """A cluster's spark-defaults.conf may turn deletion vectors on for new tables; delta-rs 1.6.6
+    cannot read a table that has them. The project's sessions keep them off."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "spark.databricks.delta.properties.defaults.enableDeletionVectors true\n")
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf), "SPARK_LOCAL_IP": "127.0.0.1"}
+    outputs = {}
+    for variant in ("with", "without"):
+        result = subprocess.run([sys.executable, "-c", _CREATE_AND_DELETE, str(tmp_path / variant), variant],
+                                capture_output=True, text=True, env=env, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        outputs[variant] = result.stdout.strip().splitlines()[-1]
+    assert outputs["with"] == "delta-rs reads 7 rows"
+    assert outputs["without"].startswith("delta-rs fails:") and "deletionVectors" in outputs["without"]
