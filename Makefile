@@ -7,7 +7,11 @@ PYTHON_INSTALLED := $(VENV)/.installed
 # where offsets_platform.broker.jvm looks for them.
 JARS := $(VENV)/share/offsets-platform/jars
 JARS_INSTALLED := $(VENV)/.jars-installed
-INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED)
+# Delta Lake's Spark jars (jvm/delta/pom.xml), in a folder of their own: every SparkSession
+# offsets_platform.lake.spark builds adds them (Delta's reader, writer, SQL and catalog).
+DELTA_JARS := $(VENV)/share/offsets-platform/delta-jars
+DELTA_JARS_INSTALLED := $(VENV)/.delta-jars-installed
+INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED) $(DELTA_JARS_INSTALLED)
 # the benchmarks' extra dependencies (pyproject.toml's `bench`), on top of the rest
 BENCH_INSTALLED := $(VENV)/.bench-installed
 
@@ -25,6 +29,10 @@ $(BENCH_INSTALLED): $(PYTHON_INSTALLED)
 
 $(JARS_INSTALLED): jvm/pom.xml jvm/install
 	bash jvm/install $(JARS)
+	touch $@
+
+$(DELTA_JARS_INSTALLED): jvm/delta/pom.xml jvm/install
+	bash jvm/install $(DELTA_JARS) jvm/delta/pom.xml
 	touch $@
 
 demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's demo driver)

@@ -1,9 +1,10 @@
 """Reading and writing the Delta tables.
 
-Every write, merge and delete goes through delta-rs (`deltalake`): Delta's JVM jars come from
-Maven Central, which these machines cannot reach. Spark reads a table from its active file list
-with the registered schema. Both halves live here so a deployment that has the Delta jars can
-switch to `spark.read.format("delta")` in this one module.
+Every write, merge and delete here goes through delta-rs (`deltalake`). Spark reads a table from
+its active file list with the registered schema. Both halves live here so the switch to Delta's
+own Spark reader and writer happens in this one module: every session now carries delta-spark
+(offsets_platform.lake.spark), and tests/lake/test_delta_interop.py shows the two writers share a
+table, but the models do not use it yet.
 
 Only writes (append, overwrite, merge) create a table. Reading one that no write has created yet
 reads it empty, with its registered schema, and leaves the lake as it was: a report or a plan

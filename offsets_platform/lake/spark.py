@@ -1,4 +1,11 @@
-"""The one place that builds a SparkSession, and the long-lived Spark Connect server."""
+"""The one place that builds a SparkSession, and the long-lived Spark Connect server.
+
+Every session this process starts carries Delta Lake (delta-spark): its jars, which `make` fetches
+from Maven Central (jvm/install, jvm/delta/pom.xml) into the virtual environment's
+`share/offsets-platform/delta-jars` (or `$OFFSETS_PLATFORM_DELTA_JARS`), its SQL extension and its
+catalog, so `spark.read.format("delta")`, `MERGE INTO` and the other Delta commands work. A Spark
+Connect client gets them from its server, which is started here too.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,10 @@ import os
 import re
 import signal
 import socket
+import sys
 import threading
+from importlib.metadata import version
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 from urllib.parse import urlparse
 
@@ -49,6 +59,58 @@ _JVM_CONF = {
 }
 
 
+DELTA_JARS_ENV = "OFFSETS_PLATFORM_DELTA_JARS"
+
+# Delta's SQL extension and catalog: static settings, fixed when the JVM starts.
+# Ingest writes with delta-rs (deltalake 1.6.6), which cannot read a table with deletion vectors.
+# delta-spark turns them on for the tables it creates or replaces (CREATE OR REPLACE, saveAsTable)
+# when this default says so, as a cluster's spark-defaults.conf may; setting it here, above any
+# such file, keeps every table this project's sessions create readable by delta-rs
+# (tests/lake/test_delta_interop.py).
+_DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.databricks.delta.properties.defaults.enableDeletionVectors": "false",
+}
+
+
+class DeltaJarsMissing(RuntimeError):
+    """Delta's Spark jars for this pyspark are not installed; the message says what to run."""
+
+
+def delta_jars_dir() -> Path:
+    """Where Delta's Spark jars are: $OFFSETS_PLATFORM_DELTA_JARS, else the virtual environment's
+    share folder, where `make` puts them."""
+    configured = os.environ.get(DELTA_JARS_ENV)
+    return Path(configured) if configured else Path(sys.prefix) / "share" / "offsets-platform" / "delta-jars"
+
+
+def delta_jars() -> list[Path]:
+    """Every jar of the installed Delta set (delta-spark and its own dependencies).
+
+    Raises:
+        DeltaJarsMissing: the folder holds no delta-spark jar built for this pyspark's Spark line
+            (pyspark upgraded without running `make` again counts as missing: Delta's jars are
+            built per Spark minor release). No session is started without them: the lake's tables
+            would otherwise fail later, on the first Delta read, with a less helpful error.
+    """
+    folder = delta_jars_dir()
+    spark_line = ".".join(version("pyspark").split(".")[:2])
+    artifact = f"delta-spark_{spark_line}_2.13"
+    if not sorted(folder.glob(f"{artifact}-*.jar")):
+        raise DeltaJarsMissing(
+            f"Delta Lake's Spark jars for Spark {spark_line} ({artifact}) are not in {folder}. Run `make` "
+            f"(any target that installs, for example `make test`), or `jvm/install {folder} jvm/delta/pom.xml`; "
+            f"set {DELTA_JARS_ENV} if they are elsewhere.")
+    return sorted(folder.glob("*.jar"))
+
+
+def _delta_session_conf() -> dict[str, str]:
+    """The jars and settings a JVM this process starts needs for Delta. spark.jars also ships the
+    jars to a cluster's executors, which run Delta's reader and writer."""
+    return {"spark.jars": ",".join(str(jar) for jar in delta_jars()), **_DELTA_CONF}
+
+
 class SparkConnectError(RuntimeError):
     """No Spark Connect server answers at the endpoint, or a server cannot listen where asked."""
 
@@ -70,6 +132,8 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
     Raises:
         SparkConnectError: `remote` is given and nothing accepts connections there (the
             client would otherwise retry for minutes without saying why).
+        DeltaJarsMissing: the session would start a JVM (no `remote`) and Delta's jars are not
+            installed.
     """
     from pyspark.sql import SparkSession  # here: the commands that need no Spark start without it
 
@@ -79,7 +143,10 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
         _check_reachable(remote)
         builder, conf = builder.remote(remote), {**_SESSION_CONF, **(extra_conf or {})}
     else:
-        conf = {**_SESSION_CONF, **_JVM_CONF, **_shuffle_partitions(master), **(extra_conf or {})}
+        delta = _delta_session_conf()
+        conf = {**_SESSION_CONF, **_JVM_CONF, **delta, **_shuffle_partitions(master), **(extra_conf or {})}
+        if extra_conf and "spark.jars" in extra_conf:  # more jars, beside Delta's rather than instead
+            conf["spark.jars"] = ",".join(filter(None, [delta["spark.jars"], extra_conf["spark.jars"]]))
         builder = builder.master(master)
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -34,9 +34,16 @@ def main(endpoint: str, lake_root: str, as_of: str) -> None:
     failed = [outcome.description for outcome in
               validate(broken, "group_state", specs_for_model(project.model("group_state"))).outcomes
               if not outcome.success]
+    # Delta through the server: its reader, and its SQL (MERGE) on a table the lake wrote
+    group_state_path = str(lake.path("group_state"))
+    delta = {"extensions": spark.conf.get("spark.sql.extensions"),
+             "read": spark.read.format("delta").load(group_state_path).count()}
+    spark.sql(f"MERGE INTO delta.`{group_state_path}` AS t USING delta.`{group_state_path}` AS s "
+              "ON t.`group` = s.`group` WHEN MATCHED THEN UPDATE SET *")
+    delta["after_merge"] = spark.read.format("delta").load(group_state_path).count()
     spark.stop()
     print(json.dumps({"settings": settings, "modes": {run.model: run.mode for run in runs}, "checks": checks,
-                      "broken_failed": failed}))
+                      "broken_failed": failed, "delta": delta}))
 
 
 if __name__ == "__main__":

@@ -50,8 +50,12 @@ def refresh_on_the_cluster(master_url: str, lake_root: str) -> None:
     from offsets_platform.lake.spark import get_spark
 
     spark = get_spark(master=master_url, app_name=APP_NAME)
-    runs = ModelRunner(spark, lake_for_models(lake_root), variables=AS_OF, emit=lambda line: None).run_all()
-    print(json.dumps({"master": spark.sparkContext.master, "modes": {run.model: run.mode for run in runs}}))
+    lake = lake_for_models(lake_root)
+    runs = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None).run_all()
+    # Delta's reader runs in the executors: the session's spark.jars reached the workers
+    delta_rows = spark.read.format("delta").load(str(lake.path("group_state"))).count()
+    print(json.dumps({"master": spark.sparkContext.master, "modes": {run.model: run.mode for run in runs},
+                      "delta_rows": delta_rows}))
 
 
 def run_child(master_url: str, lake_root: Path) -> dict:
@@ -83,6 +87,7 @@ def test_a_full_and_an_incremental_refresh_on_the_cluster_equal_a_local_one(clus
     full = run_child(cluster.master_url, on_cluster.root)
     assert full["master"] == cluster.master_url
     assert set(full["modes"].values()) == {"full"}
+    assert full["delta_rows"] == len(table_rows(on_cluster, "group_state")) > 0
     local_runner = ModelRunner(spark, local, variables=AS_OF, emit=lambda line: None)
     local_runner.run_all()
 

@@ -93,6 +93,13 @@ def test_models_and_checks_over_spark_connect_equal_a_local_run(spark, connect_s
         assert _rows(local, name), f"{name} is empty: the comparison would prove nothing"
     assert all(outcome["checks"][name] and all(outcome["checks"][name]) for name in models), outcome["checks"]
     assert set(outcome["broken_failed"]) == {"group is unique", "state is not null"}
+    # the server carries Delta (offsets_platform.lake.spark): a client reads a lake table as Delta
+    # and MERGEs into it (every row onto itself), and the lake reads the table that MERGE wrote
+    group_states = len(_rows(local, "group_state"))
+    assert outcome["delta"] == {"extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                                "read": group_states, "after_merge": group_states}
+    assert _rows(remote, "group_state") == _rows(local, "group_state")
+    assert remote.version("group_state") > local.version("group_state")  # the MERGE committed
 
 
 def test_a_second_server_on_a_busy_port_says_so(connect_server, capsys):
