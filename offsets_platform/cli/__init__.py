@@ -191,10 +191,10 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.kafka.errors import BrokerUnreachable
     from offsets_platform.lake import MissingTable, OutdatedTable
     from offsets_platform.lake.lease import LeaseBusy
-    from offsets_platform.lake.spark import SparkConnectError
+    from offsets_platform.lake.spark import DeltaJarsMissing, SparkConnectError
 
-    return (BrokerStartFailed, BrokerUnreachable, GroupCallError, IngestError, KafkaNotInstalled, LeaseBusy,
-            LogMismatch, MissingTable, NoLake, OutdatedTable, PlanError, PortInUse, SparkConnectError)
+    return (BrokerStartFailed, BrokerUnreachable, DeltaJarsMissing, GroupCallError, IngestError, KafkaNotInstalled,
+            LeaseBusy, LogMismatch, MissingTable, NoLake, OutdatedTable, PlanError, PortInUse, SparkConnectError)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ TIMEOUT_S = 15.0
 
 def describe_group(connection: KafkaConnection, group: str, timeout_s: float = TIMEOUT_S) -> GroupView | None:
     """The group now: state, offsets with lag, members; None when no group API knows it and it
-    has no committed offsets (Kafka's tool: "does not exist").
+    has no committed offsets (Kafka 4.x's tool: "Group g not found.").
 
     Raises:
         BrokerUnreachable: the cluster did not answer.
