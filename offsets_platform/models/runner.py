@@ -60,9 +60,12 @@ COMPACT_AT_FILES = 50
 # large lake runs a model for minutes), then gives up naming it.
 DEFAULT_LEASE_WAIT_S = 600.0
 
-# Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows.
+# Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows,
+# and a lock per view name, held from checking a view to recording it: two models that run at once
+# and read one table would otherwise both find no view and both make it.
 # Kept per session rather than per runner because runners over different lakes may share one.
 _VIEWS: "weakref.WeakKeyDictionary[SparkSession, dict[str, str]]" = weakref.WeakKeyDictionary()
+_VIEW_LOCKS: "weakref.WeakKeyDictionary[SparkSession, dict[str, threading.Lock]]" = weakref.WeakKeyDictionary()
 _VIEWS_LOCK = threading.Lock()
 
 
@@ -308,10 +311,11 @@ class ModelRunner:
         shown = hashlib.sha256("\n".join([str(self.lake.spec(table).schema), *files]).encode()).hexdigest()
         with _VIEWS_LOCK:
             views = _VIEWS.setdefault(self.spark, {})
+            view_lock = _VIEW_LOCKS.setdefault(self.spark, {}).setdefault(name, threading.Lock())
+        with view_lock:
             if views.get(name) == shown:
                 return
-        self.lake.spark_read(self.spark, table, files=files).createOrReplaceTempView(name)
-        with _VIEWS_LOCK:
+            self.lake.spark_read(self.spark, table, files=files).createOrReplaceTempView(name)
             views[name] = shown
 
     def _checked_columns(self, model: Model, data: pa.Table) -> pa.Table:
