@@ -85,12 +85,13 @@ _NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_aba
                                  and a.topic = {t}.topic and a."partition" = {t}."partition")"""
 
 
-def lag_by_group(lake: Lake) -> list[dict]:
+def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
     """[{group, lag_messages, lag_ms}] of the groups that lag (abandoned offsets left out), most
-    messages first."""
+    messages first; with `lagging_only` False, also the groups whose lag is 0."""
+    having = "having sum(lag_messages) > 0" if lagging_only else ""
     return lake.query(f"""select "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms
                           from consumer_lag l where {_NOT_ABANDONED.format(t="l")}
-                          group by "group" having sum(lag_messages) > 0
+                          group by "group" {having}
                           order by lag_messages desc, "group"
                        """, "consumer_lag", "expirable_offsets").to_pylist()
 

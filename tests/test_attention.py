@@ -28,3 +28,12 @@ def test_abandoned_offsets_are_neither_lag_nor_loss_nor_risk(lake):
     assert (loss["topic"], loss["messages_lost"], loss["messages_at_risk"]) == ("kept", 5, 10)
     assert attention.abandoned_offsets(lake) == [{"group": "g", "topic": "left", "partitions": 1, "lag_messages": 10,
                                                   "first_expires_at": at(30)}]
+
+
+def test_groups_without_lag_are_listed_only_when_asked(lake):
+    write(lake, "consumer_lag", [{"group": g, "topic": "t", "partition": 0, "lag_messages": lag}
+                                 for g, lag in (("behind", 3), ("caught-up", 0))])
+    write(lake, "expirable_offsets", [{"group": g, "topic": "t", "partition": 0, "is_abandoned": False}
+                                      for g in ("behind", "caught-up")])
+    assert [row["group"] for row in attention.lag_by_group(lake)] == ["behind"]
+    assert [row["group"] for row in attention.lag_by_group(lake, lagging_only=False)] == ["behind", "caught-up"]

@@ -23,28 +23,27 @@ def freshness(lake: Lake) -> str:
 
 
 def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
-    """Every group the models know, by name: state, kind, members, and the topics, partitions and
-    lag of its committed offsets. `states`: only groups in these states (case-insensitive)."""
+    """Every group the models know, by name: state, kind, members, the topics and partitions of its
+    committed offsets, and its lag (`attention.lag_by_group`: abandoned offsets left out; None
+    when no log offsets are known). `states`: only groups in these states (case-insensitive)."""
     wanted = ""
     if states:
         wanted = "where lower(g.state) in (" + ", ".join(lake_string(s.lower()) for s in sorted(states)) + ")"
-    return lake.query(f"""
+    groups = lake.query(f"""
         with offsets as (
             select "group", count(distinct topic) as topics, count(*) as partitions
             from committed_offsets group by "group"
-        ),
-        lag as (
-            select "group", sum(lag_messages) as lag, max(lag_ms) as lag_ms from consumer_lag group by "group"
         )
         select g."group" as "group", g.state, g.classification as kind, g.member_count as members,
-               coalesce(o.topics, 0) as topics, coalesce(o.partitions, 0) as partitions,
-               l.lag, l.lag_ms
+               coalesce(o.topics, 0) as topics, coalesce(o.partitions, 0) as partitions
         from group_state g
         left join offsets o on o."group" = g."group"
-        left join lag l on l."group" = g."group"
         {wanted}
         order by g."group"
-        """, "group_state", "committed_offsets", "consumer_lag").to_pylist()
+        """, "group_state", "committed_offsets").to_pylist()
+    lag = {row["group"]: row for row in attention.lag_by_group(lake, lagging_only=False)}
+    return [{**group, "lag": lag.get(group["group"], {}).get("lag_messages"),
+             "lag_ms": lag.get(group["group"], {}).get("lag_ms")} for group in groups]
 
 
 def describe_group(lake: Lake, group: str) -> GroupView | None:
