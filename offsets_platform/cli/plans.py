@@ -127,6 +127,6 @@ def _print_plan(plan, approved: dict | None = None, audit: dict | None = None) -
 
 
 def _facts(facts: dict) -> str:
-    """key=value, in the plan's order; a partition map as its number of entries."""
+    """key=value, in the order the plan stored them; a partition map as its number of entries."""
     return ", ".join(f"{key}={len(value)} partitions" if isinstance(value, dict) else f"{key}={value}"
                      for key, value in facts.items() if value is not None) or "none recorded"
