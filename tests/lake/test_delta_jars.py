@@ -56,6 +56,7 @@ def test_a_session_reads_and_writes_delta_with_sql(spark, tmp_path):
 # project's setting first, to show the spark-defaults.conf below does turn deletion vectors on.
 _CREATE_AND_DELETE = """
 import sys
+import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from offsets_platform.lake import spark as lake_spark
 path, variant = sys.argv[1], sys.argv[2]
@@ -65,9 +66,13 @@ spark = lake_spark.get_spark(master="local[1]")
 spark.sql(f"CREATE OR REPLACE TABLE delta.`{path}` USING delta AS SELECT id FROM range(10)")
 spark.sql(f"DELETE FROM delta.`{path}` WHERE id < 3")
 try:
-    print("delta-rs reads", DeltaTable(path).to_pyarrow_table().num_rows, "rows")
+    # with a filesystem of pyarrow's, as Lake.read_arrow reads: delta-rs's own can abort the
+    # interpreter at exit ("terminate called without an active exception")
+    filesystem = pafs.SubTreeFileSystem(path, pafs.LocalFileSystem())
+    print("delta-rs reads", DeltaTable(path).to_pyarrow_table(filesystem=filesystem).num_rows, "rows")
 except Exception as error:
     print("delta-rs fails:", error)
+spark.stop()
 """
 
 
