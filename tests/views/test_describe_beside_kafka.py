@@ -21,8 +21,8 @@ from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.models import ModelRunner
 from offsets_platform.models.project import lake_for_models
 from tests.cleanup.direct_helpers import ORDERS, PAYMENTS, commit, empty_group, join_group, standalone_commit
+from tests.cleanup.test_side_by_side_kafka_tool import CONSUMER_GROUP_COMMAND
 
-CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 QUIET = {"emit": lambda line: None}
 GROUPS = ("live-classic", "live-kip848", "stopped", "standalone")
 
