@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from offsets_platform.cli.direct import add_direct_commands
-from offsets_platform.cli.args import NoLake, cluster_and_lake, lake_of
+from offsets_platform.cli.args import cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cli.spark_cluster import add_spark_cluster_command
@@ -189,7 +189,7 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.ingest.log_check import LogMismatch
     from offsets_platform.ingest.offsets_topic import IngestError
     from offsets_platform.kafka.errors import BrokerUnreachable
-    from offsets_platform.lake import MissingTable, OutdatedTable
+    from offsets_platform.lake import MissingTable, NoLake, OutdatedTable
     from offsets_platform.lake.lease import LeaseBusy
     from offsets_platform.lake.spark import DeltaJarsMissing, SparkConnectError
 

@@ -6,13 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from offsets_platform.lake import Lake
+from offsets_platform.lake import Lake, NoLake
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection, Settings, os_user
-
-
-class NoLake(RuntimeError):
-    """A command that reads a lake was pointed at a folder without one."""
 
 
 def lake_of(args: argparse.Namespace, settings: Settings, must_exist: bool = False) -> Lake:

@@ -225,6 +225,10 @@ class Lake:
         return spark.read.schema(schema).option("basePath", str(self.path(name))).parquet(*files)
 
 
+class NoLake(RuntimeError):
+    """A reader was pointed at a folder without a lake (or without the tables it reads)."""
+
+
 class MissingTable(LookupError):
     """A table that must exist for an answer to mean anything has not been written yet."""
 

@@ -57,9 +57,9 @@ def test_outputs_are_stripped_in_the_repository():
 
 
 def test_groups_and_states(demo_run, monkeypatch):
-    notebook = run("01_groups_and_states.ipynb", demo_run.home, monkeypatch)
+    notebook = run("01_groups_and_states.ipynb", demo_run.home / "demo", monkeypatch)
     printed = stdout(notebook)
-    assert f"using the demo lake in {demo_run.lake.root}" in printed, "the fixture's demo, not a new one"
+    assert f"reading the lake in {demo_run.lake.root}" in printed, "the fixture's demo lake"
     for row in demo_run.lake.query("select state, count(*) as n from group_state group by state",
                                    "group_state").to_pylist():
         assert f"{row['state']}: {row['n']} groups" in printed
@@ -69,7 +69,7 @@ def test_groups_and_states(demo_run, monkeypatch):
 
 
 def test_lag_and_retention(demo_run, monkeypatch):
-    notebook = run("02_lag_and_retention.ipynb", demo_run.home, monkeypatch)
+    notebook = run("02_lag_and_retention.ipynb", demo_run.home / "demo", monkeypatch)
     lost = demo_run.lake.query("""select topic, sum(lost_count) as n from unconsumed_messages
                                   where "group" = 'billing-slow' group by topic""", "unconsumed_messages").to_pylist()
     assert lost
@@ -79,7 +79,7 @@ def test_lag_and_retention(demo_run, monkeypatch):
 
 
 def test_expiring_offsets(demo_run, monkeypatch):
-    notebook = run("03_expiring_offsets.ipynb", demo_run.home, monkeypatch)
+    notebook = run("03_expiring_offsets.ipynb", demo_run.home / "demo", monkeypatch)
     printed = stdout(notebook)
     for row in demo_run.lake.query("""select rule, count(*) as n, count(distinct "group") as g from expirable_offsets
                                       group by rule""", "expirable_offsets").to_pylist():
@@ -88,7 +88,7 @@ def test_expiring_offsets(demo_run, monkeypatch):
 
 
 def test_cleanup_plan_review_approves_in_a_name_and_only_dry_runs(demo_run, monkeypatch):
-    notebook = run("04_cleanup_plan_review.ipynb", demo_run.home, monkeypatch)
+    notebook = run("04_cleanup_plan_review.ipynb", demo_run.home / "demo", monkeypatch)
     printed = stdout(notebook)
     (approved,) = [line for line in printed.splitlines() if line.startswith("Jane Operator (demo notebook) approved")]
     plan_id = approved.split(" of plan ")[1].split()[0]

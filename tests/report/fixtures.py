@@ -16,12 +16,15 @@ from pathlib import Path
 import pytest
 
 from offsets_platform.lake import Lake
-from proving_ground.notebooks import SMALL_DEMO
+
+
+# A small demo: enough live traffic for every table to have rows.
+SMALL_DEMO = {"seed": 3, "live_scale": 0.2}
 
 
 @dataclass(frozen=True)
 class DemoRun:
-    home: Path  # the OFFSETS_PLATFORM_HOME of the run: the demo is in home/demo
+    home: Path  # the OFFSETS_PLATFORM_HOME of the run: the demo is in home/demo, its lake in home/demo/lake
     lake: Lake
     output: str  # what the demo printed
 
