@@ -151,3 +151,21 @@ def cleanup_rows(lake: Lake) -> tuple[list[dict], list[dict]]:
     except MissingTable:
         return [], []
     return candidates.offset_deletes, candidates.group_deletes
+
+
+def offset_deletes_by_topic(offset_deletes: list[dict]) -> list[dict]:
+    """The OffsetDelete candidates one row per group and topic: [{group, topic, partitions,
+    lag_messages, first_expires_at}], in the candidates' order (a group dropping a topic of 24
+    partitions is one row, not 24)."""
+    by_topic: dict[tuple[str, str], dict] = {}
+    for row in offset_deletes:
+        entry = by_topic.setdefault((row["group"], row["topic"]), {
+            "group": row["group"], "topic": row["topic"], "partitions": 0, "lag_messages": None,
+            "first_expires_at": None})
+        entry["partitions"] += 1
+        if row.get("lag_messages") is not None:
+            entry["lag_messages"] = (entry["lag_messages"] or 0) + row["lag_messages"]
+        if row.get("expires_at") is not None and (entry["first_expires_at"] is None
+                                                  or row["expires_at"] < entry["first_expires_at"]):
+            entry["first_expires_at"] = row["expires_at"]
+    return list(by_topic.values())

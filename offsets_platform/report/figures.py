@@ -7,6 +7,11 @@ figure whose title ends in "no data", so a report or a notebook never fails on a
 
 Each figure carries its key numbers in `layout.meta` (a dict of plain numbers): the report
 prints them under the figure and the Dagster asset puts them in its metadata.
+
+A large cluster (a thousand groups, ten thousand partitions) would make a figure no eye can read
+and a report of hundreds of megabytes. So each figure draws at most a fixed number of rows, the
+ones that need attention first, and its axis title says "the N of M"; the key numbers still count
+everything, and the notebooks and quick views show every row.
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ LAG_TITLE = "Lag in messages, by group and topic-partition"
 RETENTION_TITLE = "Retention: messages lost before they were consumed, and the forecast of the next losses"
 EXPIRATION_TITLE = "Expiration calendar: committed offsets by the day they expire, per rule"
 COORDINATOR_TITLE = "Coordinator metrics over time (KIP-496)"
+
+MAX_TIMELINE_GROUPS = 50  # group states: the groups whose state changed last
+MAX_HEATMAP_GROUPS = 40  # lag heatmap rows: the groups with the most lag
+MAX_HEATMAP_COLUMNS = 60  # beyond this many topic-partitions, a column per topic (lag summed)
+MAX_LOSS_SERIES = 20  # retention losses: the group-topic pairs that lost most; the rest as one bar
+MAX_FORECAST_BARS = 50  # retention forecast: the partitions due soonest
 
 
 def read_table(lake: Lake, name: str, columns: list[str]) -> pd.DataFrame:
@@ -78,8 +89,11 @@ def group_states_figure(lake: Lake) -> go.Figure:
     latest, earliest = history["observed_at"].max(), history["observed_at"].min()
     sliver = max((latest - earliest) * 0.01, pd.Timedelta(seconds=1))
     segments["until"] = segments.groupby("group")["observed_at"].shift(-1).fillna(latest + sliver)
-    groups = sorted(segments["group"].unique())
-    numbers.update(groups=len(groups), observations=len(history), state_changes=len(segments) - len(groups))
+    all_groups = segments["group"].nunique()
+    numbers.update(groups=all_groups, observations=len(history), state_changes=len(segments) - all_groups)
+    last_change = segments.groupby("group")["observed_at"].max().sort_values(ascending=False, kind="stable")
+    groups = sorted(last_change.index[:MAX_TIMELINE_GROUPS])
+    segments = segments[segments["group"].isin(groups)]
     figure = go.Figure()
     for state, rows in segments.groupby("state", sort=True):
         duration_ms = (rows["until"] - rows["observed_at"]).dt.total_seconds() * 1000
@@ -91,7 +105,8 @@ def group_states_figure(lake: Lake) -> go.Figure:
     figure.update_layout(title=GROUP_STATES_TITLE, barmode="overlay", meta=numbers, legend_title_text="state",
                          height=max(360, 22 * len(groups) + 160))
     figure.update_xaxes(type="date", title_text="time (UTC)")
-    figure.update_yaxes(categoryorder="array", categoryarray=groups[::-1], title_text="group")
+    figure.update_yaxes(categoryorder="array", categoryarray=groups[::-1],
+                        title_text=_drawn("group", len(groups), all_groups, "whose state changed last"))
     return figure
 
 
@@ -102,22 +117,35 @@ def lag_heatmap_figure(lake: Lake) -> go.Figure:
                                             "below_log_start"])
     if lag.empty:
         return no_data_figure(LAG_TITLE, numbers)
+    numbers.update(groups=lag["group"].nunique(), partitions=len(lag[["topic", "partition"]].drop_duplicates()),
+                   total_lag_messages=int(lag["lag_messages"].sum()), max_lag_messages=int(lag["lag_messages"].max()))
+    by_group = lag.groupby("group")["lag_messages"].sum().sort_values(ascending=False, kind="stable")
+    lag = lag[lag["group"].isin(by_group.index[:MAX_HEATMAP_GROUPS])]
     lag = lag.sort_values(["topic", "partition", "group"])
-    lag["topic_partition"] = lag["topic"] + "-" + lag["partition"].astype(str)
-    columns = list(dict.fromkeys(lag["topic_partition"]))  # topic, then partition number
+    lag["column"] = lag["topic"] + "-" + lag["partition"].astype(str)
+    per_topic = lag["column"].nunique() > MAX_HEATMAP_COLUMNS
+    if per_topic:  # the lag of a topic's partitions summed; its oldest unconsumed message
+        lag = lag.groupby(["group", "topic"], as_index=False).agg(
+            lag_messages=("lag_messages", lambda lags: lags.sum(min_count=1)), lag_ms=("lag_ms", "max"))
+        by_topic = lag.groupby("topic")["lag_messages"].sum().sort_values(ascending=False, kind="stable")
+        lag = lag[lag["topic"].isin(by_topic.index[:MAX_HEATMAP_COLUMNS])].sort_values(["topic", "group"])
+        lag["column"] = lag["topic"]
+    columns = list(dict.fromkeys(lag["column"]))  # topic, then partition number
     # Int64 keeps the counts whole where pivoting leaves gaps (a group without that partition).
-    grid = lag.pivot(index="group", columns="topic_partition", values="lag_messages")[columns].astype("Int64")
-    lag_s = lag.pivot(index="group", columns="topic_partition", values="lag_ms").reindex(grid.index)[columns]
-    numbers.update(groups=len(grid.index), partitions=len(columns), total_lag_messages=int(lag["lag_messages"].sum()),
-                   max_lag_messages=int(lag["lag_messages"].max()))
+    grid = lag.pivot(index="group", columns="column", values="lag_messages")[columns].astype("Int64")
+    lag_s = lag.pivot(index="group", columns="column", values="lag_ms").reindex(grid.index)[columns]
+    grid = grid.reindex([group for group in by_group.index if group in grid.index])  # most lag on top
+    lag_s = lag_s.reindex(grid.index)
     figure = go.Figure(go.Heatmap(
         z=_cells(grid), x=columns, y=list(grid.index), customdata=_cells(lag_s / 1000), colorscale="YlOrRd",
         zmin=0, colorbar={"title": {"text": "messages"}}, hoverongaps=False,
         hovertemplate="%{y} on %{x}<br>lag %{z:,} messages<br>oldest unconsumed %{customdata:,.1f} s old"
                       "<extra></extra>"))
     figure.update_layout(title=LAG_TITLE, meta=numbers, height=max(360, 28 * len(grid.index) + 200))
-    figure.update_xaxes(title_text="topic-partition", type="category")
-    figure.update_yaxes(title_text="group", type="category", autorange="reversed")
+    figure.update_xaxes(type="category", title_text=(
+        f"topic (its partitions' lag summed; {numbers['partitions']:,} partitions)" if per_topic else "topic-partition"))
+    figure.update_yaxes(type="category", autorange="reversed",
+                        title_text=_drawn("group", len(grid.index), numbers["groups"], "with the most lag"))
     return figure
 
 
@@ -137,17 +165,23 @@ def retention_figure(lake: Lake) -> go.Figure:
     figure = make_subplots(rows=2, cols=1, vertical_spacing=0.25, subplot_titles=(
         "messages deleted by retention before the group consumed them (KIP-490)",
         "hours until retention deletes messages the group has not consumed (at its current lag)"))
-    for (group, topic), rows in lost.groupby(["group", "topic"], sort=True):
+    lost["series"] = lost["group"] + " · " + lost["topic"]
+    most_lost = lost.groupby("series")["lost_count"].sum().sort_values(ascending=False, kind="stable")
+    others = most_lost.index[MAX_LOSS_SERIES:]
+    if len(others):  # one bar for the pairs that lost least, so the legend stays readable
+        lost.loc[lost["series"].isin(others), "series"] = f"{len(others):,} other group · topic pairs"
+    for series, rows in lost.groupby("series", sort=True):
         per_snapshot = rows.groupby("observed_at", as_index=False)["lost_count"].sum()
-        figure.add_trace(go.Bar(name=f"{group} · {topic}", x=per_snapshot["observed_at"], y=per_snapshot["lost_count"],
-                                hovertemplate="%{x|%H:%M:%S}: %{y:,} messages<extra>" + f"{group} · {topic}</extra>"),
+        figure.add_trace(go.Bar(name=series, x=per_snapshot["observed_at"], y=per_snapshot["lost_count"],
+                                hovertemplate="%{x|%H:%M:%S}: %{y:,} messages<extra>" + f"{series}</extra>"),
                          row=1, col=1)
     if lost.empty:
         _say_no_data(figure, row=1)
     if forecast.empty:
         _say_no_data(figure, row=2)
     else:
-        forecast = forecast.sort_values("hours_left")
+        at_risk = len(forecast)
+        forecast = forecast.sort_values("hours_left", kind="stable").head(MAX_FORECAST_BARS)
         labels = forecast["group"] + " · " + forecast["topic"] + "-" + forecast["partition"].astype(str)
         figure.add_trace(go.Bar(
             name="forecast", orientation="h", y=labels, x=forecast["hours_left"], showlegend=False,
@@ -157,7 +191,8 @@ def retention_figure(lake: Lake) -> go.Figure:
             customdata=forecast[["unread_in_log", "deletion_expected_at"]].astype(str),
             hovertemplate="%{y}<br>%{customdata[0]} unread messages still in the log<br>deletion expected %{customdata[1]} UTC"
                           "<br>%{x:.2f} h left<extra></extra>"), row=2, col=1)
-        figure.update_yaxes(autorange="reversed", type="category", row=2, col=1)
+        figure.update_yaxes(autorange="reversed", type="category", row=2, col=1,
+                            title_text=_drawn("partition", len(forecast), at_risk, "due soonest"))
         # room on both sides for the text of bars that point left (due already) or right
         hours = forecast["hours_left"]
         margin = max(hours.max() - min(hours.min(), 0), 1) * 0.15
@@ -247,6 +282,12 @@ def _cells(grid: pd.DataFrame) -> list[list]:
     """A grid as nested lists with None for missing cells (plotly leaves those blank)."""
     return [[None if pd.isna(value) else value.item() if hasattr(value, "item") else value for value in row]
             for row in grid.to_numpy(dtype=object)]
+
+
+def _drawn(noun: str, drawn: int, total: int, which: str) -> str:
+    """An axis title that says when a figure draws only some of the rows: "group (the 40 of
+    1,000 with the most lag)"."""
+    return noun if drawn == total else f"{noun} (the {drawn:,} of {total:,} {which})"
 
 
 def _say_no_data(figure: go.Figure, row: int) -> None:

@@ -20,7 +20,7 @@ from plotly.offline import get_plotlyjs
 
 from offsets_platform.lake import Lake
 from offsets_platform.attention import (
-    DEFAULT_WITHIN_HOURS, abandoned_offsets, cleanup_rows, expiring_by_topic, retention_losses,
+    DEFAULT_WITHIN_HOURS, abandoned_offsets, cleanup_rows, expiring_by_topic, offset_deletes_by_topic, retention_losses,
 )
 from offsets_platform.report.figures import build_figures, key_numbers
 
@@ -106,8 +106,8 @@ def _attention(lake: Lake) -> str:
         _table("table-abandoned-offsets", abandoned_offsets(lake),
                ["group", "topic", "partitions", "lag_messages", "first_expires_at"]),
         "<h3>Cleanup candidates: OffsetDelete (offsets of topics the group no longer subscribes to)</h3>",
-        _table("table-cleanup-offsets", offset_deletes,
-               ["group", "topic", "partition", "committed_offset", "lag_messages", "expires_at"]),
+        _table("table-cleanup-offsets", offset_deletes_by_topic(offset_deletes),
+               ["group", "topic", "partitions", "lag_messages", "first_expires_at"]),
         "<h3>Cleanup candidates: DeleteGroups (groups Empty for long)</h3>",
         _table("table-cleanup-groups", group_deletes,
                ["group", "state", "state_since", "classification", "committed_offsets"]),

@@ -1,0 +1,102 @@
+"""The report stays readable on a large cluster: a thousand groups over ten thousand partitions,
+from the scale generator through the models (a real local Spark) to the HTML file.
+
+Each figure draws at most its cap of rows, the ones that need attention first, and says "the N
+of M" on its axis; its key numbers still count every row; each table ends with "and N more".
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from offsets_platform.models.project import lake_for_models
+from offsets_platform.models.runner import ModelRunner
+from offsets_platform.report import key_numbers
+from offsets_platform.report.figures import (MAX_FORECAST_BARS, MAX_HEATMAP_COLUMNS, MAX_HEATMAP_GROUPS,
+                                             MAX_LOSS_SERIES, MAX_TIMELINE_GROUPS, group_states_figure,
+                                             lag_heatmap_figure, retention_figure)
+from offsets_platform.report.html import MAX_TABLE_ROWS, write_report
+from proving_ground.workload.scale_lake import BronzeFeed, add_snapshots
+
+RECORDS = 300_000  # enough history for about 1,300 groups to commit on about 9,000 partitions
+GROUPS, TOPIC_PARTITIONS = 1_000, 10_000
+
+
+@pytest.fixture(scope="module")
+def large(spark, tmp_path_factory):
+    lake = lake_for_models(tmp_path_factory.mktemp("large_cluster") / "lake")
+    BronzeFeed(lake, RECORDS, groups=GROUPS, topic_partitions=TOPIC_PARTITIONS).append(RECORDS, "build")
+    add_snapshots(lake)
+    ModelRunner(spark, lake, emit=lambda line: None).run_all(full_refresh=True)
+    return lake
+
+
+def one(lake, sql: str, *tables: str):
+    return lake.query(sql, *tables).to_pylist()[0]["n"]
+
+
+def test_the_lake_has_a_large_clusters_shape(large):
+    assert one(large, 'select count(distinct "group") as n from consumer_lag', "consumer_lag") >= GROUPS
+    assert one(large, 'select count(distinct topic || \'-\' || cast("partition" as varchar)) as n from consumer_lag',
+               "consumer_lag") >= 0.8 * TOPIC_PARTITIONS
+
+
+def test_the_state_timeline_draws_the_groups_whose_state_changed_last(large):
+    figure = group_states_figure(large)
+    drawn = {group for trace in figure.data for group in trace.y}
+    groups = one(large, 'select count(distinct "group") as n from group_state_history', "group_state_history")
+    assert len(drawn) == MAX_TIMELINE_GROUPS and key_numbers(figure)["groups"] == groups
+    assert f"the {MAX_TIMELINE_GROUPS} of {groups:,} whose state changed last" in figure.layout.yaxis.title.text
+    last_change: dict[str, object] = {}  # the group's newest observation of a state other than the one before
+    previous: dict[str, str] = {}
+    for row in large.query('select "group", observed_at, state from group_state_history order by "group", observed_at',
+                           "group_state_history").to_pylist():
+        if previous.get(row["group"]) != row["state"]:
+            last_change[row["group"]] = row["observed_at"]
+        previous[row["group"]] = row["state"]
+    cutoff = sorted(last_change.values(), reverse=True)[MAX_TIMELINE_GROUPS - 1]
+    assert all(last_change[group] >= cutoff for group in drawn)
+
+
+def test_the_lag_heatmap_draws_the_groups_with_most_lag_per_topic(large):
+    figure = lag_heatmap_figure(large)
+    (heatmap,) = figure.data
+    top = large.query('select "group", sum(lag_messages) as lag from consumer_lag group by "group" '
+                      f'order by lag desc, "group" limit {MAX_HEATMAP_GROUPS}', "consumer_lag").to_pylist()
+    assert list(heatmap.y) == [row["group"] for row in top], "the most lag first"
+    assert len(heatmap.x) <= MAX_HEATMAP_COLUMNS and "partitions' lag summed" in figure.layout.xaxis.title.text
+    total = one(large, "select sum(lag_messages) as n from consumer_lag", "consumer_lag")
+    assert key_numbers(figure)["total_lag_messages"] == total, "the numbers count every row, not the drawn ones"
+    # a cell is the lag of the group on the topic's partitions, summed
+    group, topic = heatmap.y[0], heatmap.x[0]
+    cell = heatmap.z[0][0]
+    expected = large.query(f"""select sum(lag_messages) as n from consumer_lag
+                               where "group" = '{group}' and topic = '{topic}'""", "consumer_lag").to_pylist()[0]["n"]
+    assert cell == expected
+
+
+def test_the_retention_figure_draws_the_partitions_due_soonest_and_the_biggest_losses(large):
+    figure = retention_figure(large)
+    (forecast,) = [trace for trace in figure.data if trace.name == "forecast"]
+    hours = sorted(row["h"] for row in large.query(
+        "select hours_left as h from retention_forecast where hours_left is not null", "retention_forecast")
+        .to_pylist())
+    assert list(forecast.x) == pytest.approx(hours[:MAX_FORECAST_BARS])
+    assert f"the {MAX_FORECAST_BARS} of {len(hours):,} due soonest" in figure.layout.yaxis2.title.text
+    losses = [trace for trace in figure.data if trace.name != "forecast"]
+    assert len(losses) <= MAX_LOSS_SERIES + 1
+    assert sum(sum(trace.y) for trace in losses) == key_numbers(figure)["messages_lost"] \
+        == one(large, "select sum(lost_count) as n from unconsumed_messages", "unconsumed_messages")
+
+
+def test_the_report_stays_small_and_every_table_says_how_many_more(large, tmp_path):
+    page = write_report(large, tmp_path / "report.html").read_text()
+    # plotly.js itself is about 4.6 MB of the file, inlined so that the report works offline
+    assert len(page.encode()) < 8_000_000
+    tables = re.findall(r'<table id="([^"]+)">(.*?)</table>(<p>and ([\d,]+) more</p>)?', page, re.S)
+    assert len(tables) >= 4
+    for _, body, _, more in tables:
+        rows = body.count("<tr>") - 1  # the header's row
+        assert rows <= MAX_TABLE_ROWS and (rows < MAX_TABLE_ROWS or more), "a full table says how many it leaves out"
