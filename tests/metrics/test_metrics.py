@@ -183,6 +183,10 @@ def test_the_server_reads_the_lake_on_each_scrape_in_the_format_asked_for(filled
         with pytest.raises(urllib.error.HTTPError) as missing:
             get("/")
         assert missing.value.code == 404
+        filled.root.rename(filled.root.with_name("moved"))
+        with pytest.raises(urllib.error.HTTPError) as gone:  # the scraper marks the target down
+            get("/metrics")
+        assert gone.value.code == 500 and str(filled.root) in gone.value.read().decode()
     finally:
         server.shutdown()
         server.server_close()

@@ -147,9 +147,13 @@ def test_prometheus_holds_the_gold_tables_numbers(prometheus, exporter, gold_lak
     assert stored == samples(exposition(gold_lake, within_hours=48))
 
 
-def test_prometheus_reports_the_scrape_healthy(prometheus):
+def test_prometheus_reports_the_scrape_healthy_in_openmetrics(prometheus):
     (target,) = json.loads(_get(f"{prometheus}/api/v1/targets"))["data"]["activeTargets"]
     assert (target["health"], target["lastError"]) == ("up", "")
+    # A counter's family is named without _total only in OpenMetrics: Prometheus asked for it and read it.
+    metadata = json.loads(_get(f"{prometheus}/api/v1/metadata?metric={P}offset_commits"))["data"]
+    assert [(m["type"], "coordinator_metrics" in m["help"]) for m in metadata[P + "offset_commits"]] \
+        == [("counter", True)]
 
 
 def test_promtool_accepts_the_textfile(gold_lake, tmp_path):
