@@ -126,11 +126,13 @@ def _query(url: str, promql: str) -> list[dict]:
 
 def test_prometheus_holds_the_gold_tables_numbers(prometheus, exporter, gold_lake):
     stored = {}
-    for series in _query(prometheus, '{__name__=~"offsets_platform_.*"}'):
+    # A range rather than an instant: a later scrape that timed out on a busy machine marks every
+    # series stale at once, and a range keeps the values scraped before it.
+    for series in _query(prometheus, '{__name__=~"offsets_platform_.*"}[1m]'):
         labels = dict(series["metric"])
         name = labels.pop("__name__")
         assert (labels.pop("job"), labels.pop("instance")) == ("offsets_platform", exporter)
-        stored[key(name, **labels)] = float(series["value"][1])
+        stored[key(name, **labels)] = float(series["values"][-1][1])
 
     # what the tables hold, read back through Prometheus
     assert stored[key(P + "offset_commits_total")] == 42  # coordinator_metrics, both buckets
