@@ -11,10 +11,10 @@ from pathlib import Path
 
 from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.cli.args import NoLake, cluster_and_lake, lake_of
-from offsets_platform.cli.metrics import add_metrics_commands
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cli.spark_cluster import add_spark_cluster_command
+from offsets_platform.cli.metrics import add_metrics_commands
 from offsets_platform.cli.views import add_view_commands
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S
 from offsets_platform.broker.embedded import DEFAULT_HEAP_MB
