@@ -38,8 +38,8 @@ $(DELTA_JARS_INSTALLED): jvm/delta/pom.xml jvm/install
 demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's demo driver)
 	$(BIN)/python -m proving_ground.demo
 
-test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium first when missing, for tests/ui)
-	bash .ci/install-chromium
+test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium and prometheus first when missing, for tests/ui and tests/metrics)
+	bash .ci/install-debian-packages
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest
 
 test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes: pure logic, the codec, SQL rules on tiny inputs, definitions load

@@ -14,6 +14,7 @@ from offsets_platform.cli.args import cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cli.spark_cluster import add_spark_cluster_command
+from offsets_platform.cli.metrics import add_metrics_commands
 from offsets_platform.cli.views import add_view_commands
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S
 from offsets_platform.broker.embedded import DEFAULT_HEAP_MB
@@ -164,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     server.set_defaults(run=_spark_server)
 
     add_view_commands(commands)
+    add_metrics_commands(commands)
     add_plan_commands(commands)
     add_direct_commands(commands)
     add_rebase_command(commands)

@@ -33,7 +33,7 @@ for _check in GRAPH.asset_check_keys:
 def chromium() -> str:
     path = shutil.which("chromium")
     if path is None:
-        pytest.fail("chromium is not installed: run .ci/install-chromium (`make test` runs it before pytest)")
+        pytest.fail("chromium is not installed: run .ci/install-debian-packages (`make test` runs it before pytest)")
     return path
 
 

@@ -21,7 +21,7 @@ from tests.ui.browser import Browser
 def page(demo_lake, tmp_path_factory):  # noqa: F811 (the fixture imported above)
     chromium = shutil.which("chromium")
     if chromium is None:
-        pytest.fail("chromium is not installed: run .ci/install-chromium (`make test` runs it before pytest)")
+        pytest.fail("chromium is not installed: run .ci/install-debian-packages (`make test` runs it before pytest)")
     report = write_report(demo_lake, tmp_path_factory.mktemp("report") / "cluster_report.html")
     return Browser(chromium, tmp_path_factory.mktemp("chromium")).render(report.as_uri(), "cluster-report",
                                                                           height=4000)

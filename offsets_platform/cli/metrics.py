@@ -1,0 +1,85 @@
+"""`metrics-server` and `metrics`: the lake's gold tables as Prometheus metrics (docs/metrics.md).
+
+Both read the lake with delta-rs only; like the quick views, they refuse a lake that is not there
+rather than report an empty one as all clear.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+from offsets_platform.attention import DEFAULT_WITHIN_HOURS
+from offsets_platform.cli.args import lake_of
+from offsets_platform.cli.views import hours
+from offsets_platform.settings import Settings
+
+DEFAULT_METRICS_PORT = 9308
+
+
+def add_metrics_commands(commands) -> None:
+    server = commands.add_parser("metrics-server", help="serve the lake's metrics on /metrics for Prometheus, "
+                                 "read anew on each scrape")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
+    server.add_argument("--port", type=int, default=DEFAULT_METRICS_PORT,
+                        help=f"port to listen on (default {DEFAULT_METRICS_PORT})")
+    _common(server)
+    server.set_defaults(run=_metrics_server)
+
+    once = commands.add_parser("metrics", help="print the lake's metrics once, or write them to a file for "
+                               "node_exporter's textfile collector")
+    once.add_argument("--textfile", metavar="PATH",
+                      help="write to PATH (replaced in one rename) instead of printing; for node_exporter, "
+                      "a .prom file in its --collector.textfile.directory")
+    once.add_argument("--format", choices=("prometheus", "openmetrics"), default="prometheus",
+                      help="Prometheus's text format 0.0.4, which node_exporter reads (default), or OpenMetrics 1.0.0")
+    _common(once)
+    once.set_defaults(run=_metrics)
+
+
+def _common(parser) -> None:
+    parser.add_argument("--home", help="folder holding the lake (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+    parser.add_argument("--within", type=hours, default=float(DEFAULT_WITHIN_HOURS), metavar="DURATION",
+                        help="horizon of offsets_platform_offsets_expiring, e.g. 24h, 90m, 7d "
+                        f"(default {DEFAULT_WITHIN_HOURS}h)")
+
+
+def _metrics_server(args, settings: Settings) -> int:
+    from offsets_platform.metrics.serve import serve_metrics
+
+    lake = lake_of(args, settings, must_exist=True)
+    # SIGTERM stops it like Ctrl-C: the socket is closed and the exit code is 0.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        serve_metrics(lake, args.host, args.port, args.within, on_ready=lambda server: print(
+            f"serving the metrics of the lake in {lake.root} on http://{args.host}:{server.server_port}/metrics; "
+            "Ctrl-C or SIGTERM stops it", flush=True))
+    except OSError as error:  # the port is taken, or the address is not this machine's
+        print(f"error: cannot listen on {args.host}:{args.port}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    print("metrics server stopped", flush=True)
+    return 0
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _metrics(args, settings: Settings) -> int:
+    from offsets_platform.metrics import exposition
+
+    lake = lake_of(args, settings, must_exist=True)
+    text = exposition(lake, args.within, openmetrics=args.format == "openmetrics")
+    if args.textfile is None:
+        sys.stdout.write(text)
+        return 0
+    from offsets_platform.metrics.serve import write_textfile
+
+    path = Path(args.textfile)
+    if not path.parent.is_dir():
+        print(f"error: the folder of {path} does not exist", file=sys.stderr)
+        return 1
+    write_textfile(path, text)
+    print(f"wrote the metrics of the lake in {lake.root} to {path}", file=sys.stderr)
+    return 0

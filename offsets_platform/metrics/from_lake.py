@@ -1,0 +1,163 @@
+"""The metric families, read from the models' tables with delta-rs's SQL (`Lake.query`), no Spark.
+
+Each family's help text names the model it comes from; docs/metrics.md lists them. The rules
+behind the numbers are the models'; this module only sums and relabels their rows, and reads the
+same functions as the quick views where one exists (`attention.expiring_by_topic`,
+`views.from_lake.last_refresh`), so a scrape never disagrees with `offsets-platform expiring`.
+
+A table no model has written yet reads as empty (`Lake.query`): its families are declared with
+no samples rather than with zeros, which would claim "nothing happened".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from offsets_platform import attention
+from offsets_platform.lake import Lake
+from offsets_platform.metrics.exposition import Family
+from offsets_platform.views.from_lake import last_refresh
+
+PREFIX = "offsets_platform_"
+
+
+def collect(lake: Lake, within_hours: float = attention.DEFAULT_WITHIN_HOURS) -> list[Family]:
+    """Every family, in a fixed order, from the lake as it is now."""
+    return [*_coordinator(lake), *_non_consumed(lake), *_lag(lake), *_status(lake),
+            *_expiring(lake, within_hours), *_freshness(lake)]
+
+
+def _family(name: str, kind: str, help: str) -> Family:
+    return Family(PREFIX + name, kind, help)
+
+
+# KIP-496's meters, rebuilt from the log: the counts of every bucket added up, so the counters
+# start at the first record the lake holds and grow as ingest appends; Prometheus's rate() and
+# increase() give the per-interval view the buckets had.
+_COORDINATOR = [
+    ("offset_commits", "offset_commits",
+     "Offset commit records in the log, committed transactions only (KIP-496 offset-commit; "
+     "model coordinator_metrics)."),
+    ("offset_expirations", "offset_expirations",
+     "Offset tombstones of offsets Kafka's expiration rules had made expire by then (KIP-496 "
+     "offset-expiration; model coordinator_metrics)."),
+    ("offset_deletions", "offset_deletions",
+     "Other offset tombstones (OffsetDelete, DeleteGroups, deleted topics) and audited OffsetDeletes "
+     "(KIP-496 offset-deletion, which counts OffsetDelete only; model coordinator_metrics)."),
+    ("group_completed_rebalances", "group_completed_rebalances",
+     "Completed rebalances of classic groups: group records with members in a new generation "
+     "(KIP-496 group-completed-rebalance; model coordinator_metrics)."),
+]
+
+
+def _coordinator(lake: Lake) -> list[Family]:
+    families = [_family(name, "counter", help) for name, _, help in _COORDINATOR]
+    if not lake.exists("coordinator_metrics"):
+        return families
+    sums = ", ".join(f"coalesce(sum({column}), 0) as {column}" for _, column, _ in _COORDINATOR)
+    (row,) = lake.query(f"select {sums} from coordinator_metrics", "coordinator_metrics").to_pylist()
+    for family, (_, column, _) in zip(families, _COORDINATOR):
+        family.add(row[column])
+    return families
+
+
+def _non_consumed(lake: Lake) -> list[Family]:
+    # Every fact counts, abandoned offsets' too (the summary lists those apart): a partition's
+    # counter must not fall when the group stops subscribing to its topic.
+    at_most = _family("non_consumed", "counter",
+                      "Messages retention or DeleteRecords removed before the group read them, at most "
+                      "(KIP-490 non-consumed-total; model unconsumed_messages, lost_count).")
+    at_least = _family("non_consumed_at_least", "counter",
+                       "Messages retention or DeleteRecords removed before the group read them, at least "
+                       "(model unconsumed_messages, lost_count_at_least).")
+    for row in lake.query("""
+            select "group", topic, "partition", sum(lost_count) as at_most, sum(lost_count_at_least) as at_least
+            from unconsumed_messages group by "group", topic, "partition"
+            order by "group", topic, "partition" """, "unconsumed_messages").to_pylist():
+        labels = {"group": row["group"], "topic": row["topic"], "partition": row["partition"]}
+        at_most.add(row["at_most"], **labels)
+        at_least.add(row["at_least"], **labels)
+    return [at_most, at_least]
+
+
+def _lag(lake: Lake) -> list[Family]:
+    messages = _family("consumer_lag_messages", "gauge",
+                       "Log end offset minus committed offset, as of the latest snapshot (model consumer_lag, "
+                       "lag_messages).")
+    seconds = _family("consumer_lag_seconds", "gauge",
+                      "Age of the oldest message the group has not read that is still in the log; absent when "
+                      "unknown (model consumer_lag, lag_ms).")
+    for row in lake.query("""select "group", topic, "partition", lag_messages, lag_ms from consumer_lag
+                             order by "group", topic, "partition" """, "consumer_lag").to_pylist():
+        labels = {"group": row["group"], "topic": row["topic"], "partition": row["partition"]}
+        messages.add(row["lag_messages"], **labels)
+        seconds.add(None if row["lag_ms"] is None else row["lag_ms"] / 1000, **labels)
+    return [messages, seconds]
+
+
+def _status(lake: Lake) -> list[Family]:
+    # Burrow's exporters give each status a number; a label keeps the name and lets a query
+    # count partitions per status without a table of codes.
+    partitions = _family("consumer_partition_status", "gauge",
+                         "1 for the partition's status: OK, WARN, STOP, STALL, REWIND, INCOMPLETE or ABANDONED "
+                         "(Burrow's rules; model consumer_status, status).")
+    groups = _family("consumer_group_status", "gauge",
+                     "1 for the group's status, its worst partition's: OK, WARN, ERR or INCOMPLETE "
+                     "(Burrow's rules; model consumer_status, group_status).")
+    rows = lake.query("""select "group", topic, "partition", status, group_status from consumer_status
+                         order by "group", topic, "partition" """, "consumer_status").to_pylist()
+    for row in rows:
+        partitions.add(1, group=row["group"], topic=row["topic"], partition=row["partition"], status=row["status"])
+    for group, status in dict.fromkeys((row["group"], row["group_status"]) for row in rows):
+        groups.add(1, group=group, status=status)
+    return [partitions, groups]
+
+
+def _expiring(lake: Lake, within_hours: float) -> list[Family]:
+    horizon = _family("offsets_expiring_horizon_seconds", "gauge",
+                      "The horizon of offsets_platform_offsets_expiring: offsets due within it count.")
+    expiring = _family("offsets_expiring", "gauge",
+                       "Partitions whose committed offset Kafka expires within the horizon, those already due "
+                       "included (model expirable_offsets, hours_until_expiry).")
+    due_now = _family("offsets_expiring_due_now", "gauge",
+                      "Partitions whose committed offset is due already: Kafka removes it at its next expiration "
+                      "check (model expirable_offsets, expired_now).")
+    first = _family("offsets_expiring_first_timestamp_seconds", "gauge",
+                    "When the first of them expires, unix seconds; absent when that time is outside the years "
+                    "1-9999 (model expirable_offsets, expires_at).")
+    horizon.add(within_hours * 3600)
+    for row in attention.expiring_by_topic(lake, within_hours):
+        labels = {"group": row["group"], "topic": row["topic"], "rule": row["rule"]}
+        expiring.add(row["partitions"], **labels)
+        due_now.add(row["due_now"], **labels)
+        first.add(_seconds(row["first_expires_at"]), **labels)
+    return [horizon, expiring, due_now, first]
+
+
+def _freshness(lake: Lake) -> list[Family]:
+    models = _family("models_last_run_timestamp_seconds", "gauge",
+                     "When a model last wrote its table, the latest of them, unix seconds (table model_runs).")
+    per_model = _family("model_last_run_timestamp_seconds", "gauge",
+                        "When this model last wrote its table, unix seconds; a refresh skips a model whose "
+                        "inputs did not change (table model_runs).")
+    ingest = _family("ingest_last_checkpoint_timestamp_seconds", "gauge",
+                     "When ingest last appended records of the offsets topic to bronze, unix seconds "
+                     "(table offsets_topic_checkpoints).")
+    snapshot = _family("snapshot_last_timestamp_seconds", "gauge",
+                       "When the latest complete admin-API snapshot was taken, unix seconds; lag is as of it "
+                       "(table broker_configs).")
+    models.add(_seconds(last_refresh(lake)))
+    for row in lake.query("select model, max(finished_at) as at from model_runs group by model order by model",
+                          "model_runs").to_pylist():
+        per_model.add(_seconds(row["at"]), model=row["model"])
+    ingest.add(_seconds(_latest(lake, "offsets_topic_checkpoints", "checkpointed_at")))
+    snapshot.add(_seconds(_latest(lake, "broker_configs", "snapshot_at")))
+    return [models, per_model, ingest, snapshot]
+
+
+def _latest(lake: Lake, table: str, column: str) -> datetime | None:
+    return lake.query(f"select max({column}) as at from {table}", table).column("at")[0].as_py()
+
+
+def _seconds(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()

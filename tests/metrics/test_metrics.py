@@ -1,0 +1,193 @@
+"""The metrics exporter on hand-written gold rows (no Spark, no broker): what it reads from each
+model, how it encodes names, labels and values, and its two commands."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+from offsets_platform.cli import main
+from offsets_platform.metrics import Family, exposition, render
+from offsets_platform.metrics.serve import metrics_server, write_textfile
+from tests.metrics.helpers import AWKWARD, fill, key, samples
+from tests.test_summary import at
+
+pytestmark = pytest.mark.fast  # make test-fast
+
+P = "offsets_platform_"
+
+
+@pytest.fixture
+def filled(lake):
+    fill(lake)
+    return lake
+
+
+def test_coordinator_meters_add_up_every_bucket(filled):
+    found = samples(exposition(filled))
+    assert [found[key(P + name + "_total")] for name in
+            ("offset_commits", "offset_expirations", "offset_deletions", "group_completed_rebalances")] == [42, 4, 4, 2]
+
+
+def test_non_consumed_sums_every_loss_per_group_topic_and_partition(filled):
+    found = samples(exposition(filled))
+    assert {labels: value for (name, labels), value in found.items() if name == P + "non_consumed_total"} == {
+        key("", group="busy", topic="t", partition=0)[1]: 15,
+        key("", group="busy", topic="t", partition=1)[1]: 7,
+        key("", group=AWKWARD, topic="t", partition=0)[1]: 3}
+    assert found[key(P + "non_consumed_at_least_total", group="busy", topic="t", partition=0)] == 13
+
+
+def test_lag_in_messages_and_seconds_with_an_unknown_age_left_out(filled):
+    found = samples(exposition(filled))
+    assert found[key(P + "consumer_lag_messages", group="busy", topic="t", partition=0)] == 3
+    assert found[key(P + "consumer_lag_messages", group="busy", topic="t", partition=1)] == 0
+    assert found[key(P + "consumer_lag_seconds", group="busy", topic="t", partition=0)] == 1.5
+    assert found[key(P + "consumer_lag_seconds", group=AWKWARD, topic="t", partition=0)] == 120
+    assert key(P + "consumer_lag_seconds", group="busy", topic="t", partition=1) not in found  # null, not 0
+
+
+def test_status_per_partition_and_one_per_group(filled):
+    found = samples(exposition(filled))
+    statuses = {(dict(labels)["group"], dict(labels)["partition"], dict(labels)["status"], value)
+                for (name, labels), value in found.items() if name == P + "consumer_partition_status"}
+    assert statuses == {("busy", "0", "STALL", 1), ("busy", "1", "OK", 1), (AWKWARD, "0", "WARN", 1)}
+    groups = {(dict(labels)["group"], dict(labels)["status"]) for (name, labels), value in found.items()
+              if name == P + "consumer_group_status"}
+    assert groups == {("busy", "ERR"), (AWKWARD, "WARN")}
+
+
+def test_expiring_counts_partitions_within_the_horizon_due_ones_included(filled):
+    found = samples(exposition(filled))
+    labels = {"group": AWKWARD, "topic": "u", "rule": "standalone"}
+    assert found[key(P + "offsets_expiring", **labels)] == 2
+    assert found[key(P + "offsets_expiring_due_now", **labels)] == 1
+    assert found[key(P + "offsets_expiring_first_timestamp_seconds", **labels)] == at(0).timestamp() - 3600
+    assert found[key(P + "offsets_expiring_horizon_seconds")] == 86400
+    wider = samples(exposition(filled, within_hours=48))
+    assert wider[key(P + "offsets_expiring", **labels)] == 3
+    assert wider[key(P + "offsets_expiring_horizon_seconds")] == 48 * 3600
+    assert not [name for name, labels in found if dict(labels).get("group") == "busy" and "expiring" in name]
+
+
+def test_the_times_of_the_latest_refresh_ingest_and_snapshot(filled):
+    found = samples(exposition(filled))
+    assert found[key(P + "models_last_run_timestamp_seconds")] == at(20).timestamp()
+    assert found[key(P + "model_last_run_timestamp_seconds", model="consumer_lag")] == at(20).timestamp()
+    assert found[key(P + "model_last_run_timestamp_seconds", model="coordinator_metrics")] == at(11).timestamp()
+    assert found[key(P + "ingest_last_checkpoint_timestamp_seconds")] == at(4).timestamp()
+    assert found[key(P + "snapshot_last_timestamp_seconds")] == at(6).timestamp()
+
+
+def test_a_lake_without_models_declares_the_families_and_claims_nothing(lake):
+    lake.root.mkdir(parents=True)
+    text = exposition(lake)
+    assert "# TYPE offsets_platform_offset_commits counter" in text
+    assert samples(text) == {key(P + "offsets_expiring_horizon_seconds"): 86400}
+    assert not lake.exists("coordinator_metrics") and list(lake.root.iterdir()) == []  # reading wrote nothing
+
+
+def test_label_values_and_help_are_escaped_in_both_formats():
+    family = Family("x", "counter", 'says "hi" \\ and\nmore')
+    family.add(1, group=AWKWARD)
+    family.add(2.5, group="plain")
+    assert render([family]).splitlines() == [
+        '# HELP x says \\"hi\\" \\\\ and\\nmore',
+        "# TYPE x counter",
+        'x_total{group="we\\"ird\\\\group\\nname"} 1',
+        'x_total{group="plain"} 2.5',
+        "# EOF"]
+    # Prometheus's text format 0.0.4: the counter's family carries _total, HELP leaves quotes alone, no EOF
+    assert render([family], openmetrics=False).splitlines()[:3] == [
+        '# HELP x_total says "hi" \\\\ and\\nmore',
+        "# TYPE x_total counter",
+        'x_total{group="we\\"ird\\\\group\\nname"} 1']
+    assert samples(render([family]))[key("x_total", group=AWKWARD)] == 1
+
+
+def test_special_values_and_what_a_scraper_would_reject():
+    family = Family("g", "gauge", "h")
+    for n, value in enumerate((float("inf"), float("-inf"), float("nan"), 7, True)):
+        family.add(value, n=n)
+    family.add(None, n=9)
+    assert [line.split()[-1] for line in render([family]).splitlines()[2:-1]] == ["+Inf", "-Inf", "NaN", "7", "1"]
+    family.add(1, n=0)
+    with pytest.raises(ValueError, match="two samples"):
+        render([family])
+    with pytest.raises(ValueError):
+        Family("x_total", "counter", "the suffix is added when rendered")
+    with pytest.raises(ValueError):
+        Family("x", "gauge", "h").add(1, **{"bad-name": "v"})
+
+
+def test_metrics_prints_or_writes_a_textfile_in_one_rename(filled, tmp_path, capsys):
+    home = str(filled.root.parent)
+    assert main(["metrics", "--home", home]) == 0
+    printed = capsys.readouterr().out
+    assert "# EOF" not in printed and samples(printed)[key(P + "offset_commits_total")] == 42
+    assert main(["metrics", "--home", home, "--format", "openmetrics"]) == 0
+    assert capsys.readouterr().out.endswith("# EOF\n")
+
+    folder = tmp_path / "textfiles"
+    folder.mkdir()
+    (folder / "offsets_platform.prom").write_text("old\n")
+    assert main(["metrics", "--home", home, "--within", "2d", "--textfile", str(folder / "offsets_platform.prom")]) == 0
+    assert os.listdir(folder) == ["offsets_platform.prom"]  # the temporary file was renamed, not left
+    written = (folder / "offsets_platform.prom").read_text()
+    assert samples(written)[key(P + "offsets_expiring_horizon_seconds")] == 2 * 86400
+    assert stat.S_IMODE((folder / "offsets_platform.prom").stat().st_mode) == 0o644  # node_exporter's user reads it
+
+
+def test_a_failed_textfile_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    target = tmp_path / "m.prom"
+    target.write_text("old\n")
+    monkeypatch.setattr(os, "replace", lambda *args: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        write_textfile(target, "new\n")
+    assert target.read_text() == "old\n" and os.listdir(tmp_path) == ["m.prom"]
+
+
+@pytest.mark.parametrize("command", [["metrics"], ["metrics-server", "--port", "0"],
+                                     ["metrics", "--textfile", "out.prom"]])
+def test_a_lake_that_is_not_there_is_named_and_nothing_is_created(tmp_path, capsys, command, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main([*command, "--home", str(tmp_path / "none")]) == 1
+    assert f"there is no lake in {tmp_path / 'none' / 'lake'}" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_server_reads_the_lake_on_each_scrape_in_the_format_asked_for(filled):
+    server = metrics_server(filled, "127.0.0.1", 0, 24)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_port}"
+
+    def get(path: str, accept: str = "*/*"):
+        with urllib.request.urlopen(urllib.request.Request(url + path, headers={"Accept": accept}), timeout=10) as r:
+            return r.headers["Content-Type"], r.read().decode()
+
+    try:
+        kind, text = get("/metrics", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
+        assert kind.startswith("application/openmetrics-text; version=1.0.0") and text.endswith("# EOF\n")
+        kind, text = get("/metrics")
+        assert kind.startswith("text/plain; version=0.0.4") and "# EOF" not in text
+        assert samples(text)[key(P + "offset_commits_total")] == 42
+        filled.append("coordinator_metrics", filled.read_arrow("coordinator_metrics").slice(0, 1).set_column(
+            0, "bucket_start", [[at(30)]]))
+        assert samples(get("/metrics")[1])[key(P + "offset_commits_total")] == 52  # read anew
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            get("/")
+        assert missing.value.code == 404
+        filled.root.rename(filled.root.with_name("moved"))
+        with pytest.raises(urllib.error.HTTPError) as gone:  # the scraper marks the target down
+            get("/metrics")
+        assert gone.value.code == 500 and str(filled.root) in gone.value.read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

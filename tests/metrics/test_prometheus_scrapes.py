@@ -1,0 +1,168 @@
+"""A real Prometheus scrapes `offsets-platform metrics-server`, and its HTTP API gives back the gold
+tables' numbers, an awkward group name included; promtool accepts the textfile.
+
+The lake holds hand-written gold rows (tests/metrics/helpers.py) rather than a model run: the
+models are tested on their own, and this test is about the way from a table to Prometheus.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from offsets_platform.metrics import exposition
+from offsets_platform.processes import free_loopback_port
+from tests.metrics.helpers import AWKWARD, fill, key, samples
+
+ROOT = Path(__file__).resolve().parents[2]
+P = "offsets_platform_"
+
+
+def _binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed: run .ci/install-debian-packages (`make test` runs it before pytest)")
+    return path
+
+
+def _start(command: list[str], log: Path) -> subprocess.Popen:
+    with open(log, "wb") as out:  # in a process group of its own, so stopping it stops all it started
+        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def _get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.read()
+
+
+def _wait_for(what: str, check, process: subprocess.Popen, log: Path, timeout_s: float = 30):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"{what}: the process exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            answer = check()
+            if answer:
+                return answer
+        except (urllib.error.URLError, ConnectionError):
+            pass
+        time.sleep(0.2)
+    pytest.fail(f"{what}: not within {timeout_s} s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def gold_lake(tmp_path_factory):
+    from offsets_platform.models.project import lake_for_models
+
+    filled = lake_for_models(tmp_path_factory.mktemp("home") / "lake")
+    fill(filled)
+    return filled
+
+
+@pytest.fixture(scope="module")
+def exporter(gold_lake, tmp_path_factory):
+    """`offsets-platform metrics-server` on the lake, on a free loopback port: its address."""
+    port = free_loopback_port()
+    log = tmp_path_factory.mktemp("exporter") / "exporter.log"
+    process = _start([sys.executable, "-m", "offsets_platform.cli", "metrics-server", "--home",
+                      str(gold_lake.root.parent), "--port", str(port), "--within", "2d"], log)
+    try:
+        address = f"127.0.0.1:{port}"
+        _wait_for("the metrics server answers", lambda: _get(f"http://{address}/metrics"), process, log)
+        yield address
+    finally:
+        _stop(process)
+    assert process.returncode == 0, log.read_text()  # SIGTERM is a clean stop
+
+
+@pytest.fixture(scope="module")
+def prometheus(exporter, tmp_path_factory):
+    """A Prometheus scraping the exporter every second, after its first successful scrape: its URL."""
+    folder = tmp_path_factory.mktemp("prometheus")
+    config = folder / "prometheus.yml"
+    config.write_text(json.dumps({  # YAML reads JSON
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+        "scrape_configs": [{"job_name": "offsets_platform", "static_configs": [{"targets": [exporter]}]}]}))
+    port = free_loopback_port()
+    log = folder / "prometheus.log"
+    process = _start([_binary("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
+                      f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"], log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for("Prometheus scrapes the exporter",
+                  lambda: [s for s in _query(url, 'up{job="offsets_platform"}') if s["value"][1] == "1"], process, log)
+        yield url
+    finally:
+        _stop(process)
+
+
+def _query(url: str, promql: str) -> list[dict]:
+    answer = json.loads(_get(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})))
+    assert answer["status"] == "success", answer
+    return answer["data"]["result"]
+
+
+def test_prometheus_holds_the_gold_tables_numbers(prometheus, exporter, gold_lake):
+    stored = {}
+    # A range rather than an instant: a later scrape that timed out on a busy machine marks every
+    # series stale at once, and a range keeps the values scraped before it.
+    for series in _query(prometheus, '{__name__=~"offsets_platform_.*"}[1m]'):
+        labels = dict(series["metric"])
+        name = labels.pop("__name__")
+        assert (labels.pop("job"), labels.pop("instance")) == ("offsets_platform", exporter)
+        stored[key(name, **labels)] = float(series["values"][-1][1])
+
+    # what the tables hold, read back through Prometheus
+    assert stored[key(P + "offset_commits_total")] == 42  # coordinator_metrics, both buckets
+    assert stored[key(P + "offset_deletions_total")] == 4
+    assert stored[key(P + "non_consumed_total", group="busy", topic="t", partition=0)] == 15  # unconsumed_messages
+    assert stored[key(P + "non_consumed_total", group=AWKWARD, topic="t", partition=0)] == 3
+    assert stored[key(P + "consumer_lag_messages", group=AWKWARD, topic="t", partition=0)] == 40  # consumer_lag
+    assert stored[key(P + "consumer_lag_seconds", group=AWKWARD, topic="t", partition=0)] == 120
+    assert stored[key(P + "consumer_partition_status", group="busy", topic="t", partition=0, status="STALL")] == 1
+    assert stored[key(P + "consumer_group_status", group=AWKWARD, status="WARN")] == 1  # consumer_status
+    assert stored[key(P + "offsets_expiring", group=AWKWARD, topic="u", rule="standalone")] == 3  # --within 2d
+    assert stored[key(P + "models_last_run_timestamp_seconds")] == 1767226800  # model_runs, 2026-01-01 00:20 UTC
+    # and every other sample the exporter serves, exactly
+    assert stored == samples(exposition(gold_lake, within_hours=48))
+
+
+def test_prometheus_reports_the_scrape_healthy_in_openmetrics(prometheus):
+    (target,) = json.loads(_get(f"{prometheus}/api/v1/targets"))["data"]["activeTargets"]
+    assert (target["health"], target["lastError"]) == ("up", "")
+    # A counter's family is named without _total only in OpenMetrics: Prometheus asked for it and read it.
+    metadata = json.loads(_get(f"{prometheus}/api/v1/metadata?metric={P}offset_commits"))["data"]
+    assert [(m["type"], "coordinator_metrics" in m["help"]) for m in metadata[P + "offset_commits"]] \
+        == [("counter", True)]
+
+
+def test_promtool_accepts_the_textfile(gold_lake, tmp_path):
+    textfile = tmp_path / "offsets_platform.prom"
+    done = subprocess.run([sys.executable, "-m", "offsets_platform.cli", "metrics", "--home", str(gold_lake.root.parent),
+                           "--textfile", str(textfile)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    check = subprocess.run([_binary("promtool"), "check", "metrics"], input=textfile.read_text(),
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and not check.stdout.strip() and not check.stderr.strip(), check
