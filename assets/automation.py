@@ -74,7 +74,7 @@ def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], ref
     refresh_cron = _cron(environ, REFRESH_CRON_ENV, DEFAULT_REFRESH_CRON)
     cleanup_cron = _cron(environ, CLEANUP_CRON_ENV, DEFAULT_CLEANUP_CRON)
     max_lag = _max_lag(environ, refresh_cron)
-    running = _running(environ)
+    running = automation_running(environ)
     schedule_status = DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED
     sensor_status = DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED
 
@@ -158,7 +158,7 @@ def _max_lag(environ: Mapping[str, str], refresh_cron: str) -> timedelta:
     return timedelta(minutes=minutes)
 
 
-def _running(environ: Mapping[str, str]) -> bool:
+def automation_running(environ: Mapping[str, str]) -> bool:
     cluster_configured = bool((environ.get(BOOTSTRAP_SERVERS_ENV) or "").strip())
     value = (environ.get(AUTOMATION_ENV) or ("running" if cluster_configured else "stopped")).strip().lower()
     if value not in ("running", "stopped"):
