@@ -189,9 +189,12 @@ class AlertSettings:
             timeout_s = 0
         if timeout_s <= 0:
             raise ValueError(f"{ENV_PREFIX}ALERT_WEBHOOK_TIMEOUT_SECONDS={timeout!r} must be a positive number")
+        url = get("ALERT_WEBHOOK_URL")
+        if url and not url.lower().startswith(("http://", "https://")):  # the URL itself is not repeated: a secret
+            raise ValueError(f"{ENV_PREFIX}ALERT_WEBHOOK_URL must start with http:// or https://")
         within = hours("ALERT_WITHIN", DEFAULT_ALERT_WITHIN_HOURS)
         return cls(
-            webhook_url=get("ALERT_WEBHOOK_URL") or None,
+            webhook_url=url or None,
             loss_within_hours=hours("ALERT_LOSS_WITHIN", within),
             expiry_within_hours=hours("ALERT_EXPIRY_WITHIN", within),
             watched_groups=names("ALERT_WATCHED_GROUPS"),

@@ -139,3 +139,6 @@ def test_alert_settings_come_from_the_environment_and_name_a_bad_value():
     assert AlertSettings.from_env({}) == AlertSettings()
     with pytest.raises(ValueError, match="OFFSETS_PLATFORM_ALERT_LOSS_WITHIN"):
         AlertSettings.from_env({"OFFSETS_PLATFORM_ALERT_LOSS_WITHIN": "soon"})
+    with pytest.raises(ValueError, match="OFFSETS_PLATFORM_ALERT_WEBHOOK_URL must start") as refused:
+        AlertSettings.from_env({"OFFSETS_PLATFORM_ALERT_WEBHOOK_URL": "hooks.example.com/secret"})
+    assert "secret" not in str(refused.value)

@@ -23,7 +23,7 @@ class Receiver:
     """An HTTP server on a loopback port that keeps every JSON body POSTed to it."""
 
     def __init__(self, port: int):
-        self.port, self.bodies, self.paths = port, [], []
+        self.port, self.bodies, self.paths, self.answer = port, [], [], 200
         self._server: ThreadingHTTPServer | None = None
 
     def start(self) -> None:
@@ -33,7 +33,7 @@ class Receiver:
             def do_POST(self):
                 receiver.paths.append(self.path)
                 receiver.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(200)
+                self.send_response(receiver.answer)
                 self.end_headers()
 
             def log_message(self, *args):  # keep the test output quiet
@@ -144,7 +144,7 @@ def test_a_tick_waits_for_an_unfinished_refresh_and_for_models_that_never_ran(la
         assert run.run_id in tick(sensor, instance, lake, cursor=None).skip_message
 
 
-def test_the_sensor_runs_by_default_like_the_schedules():
+def test_the_sensor_runs_by_default_like_the_schedules_and_reads_the_configured_lake(lake, monkeypatch):
     assert build_alerts({})[1].default_status == DefaultSensorStatus.STOPPED
     assert build_alerts({"OFFSETS_PLATFORM_BOOTSTRAP_SERVERS": "kafka-1:9092"})[1].default_status == \
         DefaultSensorStatus.RUNNING
@@ -152,3 +152,22 @@ def test_the_sensor_runs_by_default_like_the_schedules():
 
     assert defs.resolve_sensor_def(ALERTS_SENSOR).job_name == ALERT_JOB
     assert defs.resolve_job_def(ALERT_JOB).executor_def.name == "in_process"
+    monkeypatch.setenv("OFFSETS_PLATFORM_HOME", str(lake.root.parent))  # as the daemon's process would have it
+    monkeypatch.delenv("OFFSETS_PLATFORM_ALERT_WEBHOOK_URL", raising=False)
+    write(lake, "consumer_status", [status("g", 0, "STALL")])
+    refreshed(lake, minute=1)
+    with DagsterInstance.ephemeral() as instance:
+        # The daemon hands a sensor the definitions' resources it requires (build_sensor_context does not).
+        lake_resource = defs.get_repository_def().get_top_level_resources()["lake"]
+        (request,) = defs.resolve_sensor_def(ALERTS_SENSOR).evaluate_tick(
+            build_sensor_context(instance=instance, resources={"lake": lake_resource})).run_requests
+    assert request.run_config["ops"]["raise_alerts"]["config"]["opened"][0].startswith("group g is ERR")
+
+
+def test_a_receiver_that_answers_an_error_is_an_error_not_a_delivery(receiver):
+    from offsets_platform.alerts import WebhookError, post_json
+
+    receiver.answer = 503
+    receiver.start()
+    with pytest.raises(WebhookError, match="the webhook answered HTTP 503"):
+        post_json(f"http://127.0.0.1:{receiver.port}/", {"text": "x"}, timeout_s=5)
