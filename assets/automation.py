@@ -11,7 +11,8 @@
   them too, after updating bronze.
 
 These settings are read when the definitions load (a schedule's cron is part of its definition),
-unlike the run settings, which are read when a run starts. Schedules and the sensor start running
+unlike the run settings, which are read when a run starts. Schedules and the sensors (this one, and
+`alerts_sensor` in assets/alerts.py, by `automation_running`) start running
 with the Dagster daemon (`make ui`) when a cluster is configured (`OFFSETS_PLATFORM_BOOTSTRAP_SERVERS`),
 and stopped otherwise: every 15 minutes they would start the embedded broker, empty, and Spark, to
 watch nothing. `OFFSETS_PLATFORM_AUTOMATION=running` or `stopped` decides either way. Every run

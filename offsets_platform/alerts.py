@@ -127,14 +127,14 @@ def offsets_expiring(lake: Lake, within_hours: float, watched_groups: Iterable[s
     alerts = []
     for (group, topic, rule), partitions in _by_group_and_topic(rows, "rule").items():
         due_now = sum(1 for p in partitions if p["expired_now"])
-        soonest = min(partitions, key=lambda p: p["hours_until_expiry"] if p["hours_until_expiry"] is not None else 0)
-        first = "due now" if soonest["expired_now"] else _when(soonest["hours_until_expiry"])
+        later = [p["hours_until_expiry"] for p in partitions if not p["expired_now"]]
+        when = ", ".join(([f"{due_now} due now"] if due_now else [])
+                         + ([f"{'the next' if due_now else 'the first'} {_when(min(later))}"] if later else []))
         alerts.append(Alert(
             OFFSETS_EXPIRING, group, topic, rule,
             f"watched group {group} ({partitions[0]['group_state']}): Kafka expires its committed offsets on {topic} "
-            f"({_count(partitions, 'partition')}, rule {rule}) within {_hours(within_hours)}, the first {first}"
-            + (f"; {due_now} due now" if due_now and len(partitions) > 1 else "")
-            + ": the group would restart from auto.offset.reset",
+            f"({_count(partitions, 'partition')}, rule {rule}) within {_hours(within_hours)}: {when}; "
+            "the group would then start over from its auto.offset.reset",
             tuple(partitions)))
     return alerts
 

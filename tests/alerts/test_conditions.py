@@ -77,7 +77,8 @@ def test_only_a_watched_groups_expiring_offsets_alert(lake):
     alerts = offsets_expiring(lake, 24, watched_groups=("orders", "pay-*"))
     assert [(a.group, a.qualifier, [p["partition"] for p in a.partitions]) for a in alerts] == [
         ("orders", "empty_group", [0, 1]), ("pay-eu", "empty_group", [0]), ("pay-us", "standalone", [0])]
-    assert "the first due now" in alerts[0].summary and "1 due now" in alerts[0].summary
+    assert "within 24 h: 1 due now, the next in 3.0 h;" in alerts[0].summary
+    assert "within 24 h: the first in 1.0 h;" in alerts[1].summary
     assert [len(a.partitions) for a in offsets_expiring(lake, 48, ("orders",))] == [3]
 
 
