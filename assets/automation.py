@@ -11,7 +11,8 @@
   them too, after updating bronze.
 
 These settings are read when the definitions load (a schedule's cron is part of its definition),
-unlike the run settings, which are read when a run starts. Schedules and the sensor start running
+unlike the run settings, which are read when a run starts. Schedules and the sensors (this one, and
+`alerts_sensor` in assets/alerts.py, by `automation_running`) start running
 with the Dagster daemon (`make ui`) when a cluster is configured (`OFFSETS_PLATFORM_BOOTSTRAP_SERVERS`),
 and stopped otherwise: every 15 minutes they would start the embedded broker, empty, and Spark, to
 watch nothing. `OFFSETS_PLATFORM_AUTOMATION=running` or `stopped` decides either way. Every run
@@ -74,7 +75,7 @@ def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], ref
     refresh_cron = _cron(environ, REFRESH_CRON_ENV, DEFAULT_REFRESH_CRON)
     cleanup_cron = _cron(environ, CLEANUP_CRON_ENV, DEFAULT_CLEANUP_CRON)
     max_lag = _max_lag(environ, refresh_cron)
-    running = _running(environ)
+    running = automation_running(environ)
     schedule_status = DefaultScheduleStatus.RUNNING if running else DefaultScheduleStatus.STOPPED
     sensor_status = DefaultSensorStatus.RUNNING if running else DefaultSensorStatus.STOPPED
 
@@ -158,7 +159,7 @@ def _max_lag(environ: Mapping[str, str], refresh_cron: str) -> timedelta:
     return timedelta(minutes=minutes)
 
 
-def _running(environ: Mapping[str, str]) -> bool:
+def automation_running(environ: Mapping[str, str]) -> bool:
     cluster_configured = bool((environ.get(BOOTSTRAP_SERVERS_ENV) or "").strip())
     value = (environ.get(AUTOMATION_ENV) or ("running" if cluster_configured else "stopped")).strip().lower()
     if value not in ("running", "stopped"):

@@ -6,6 +6,7 @@ import warnings
 from dagster import (AssetExecutionContext, AssetSelection, BetaWarning, Definitions, ObserveResult,
                      define_asset_job, in_process_executor, multi_observable_source_asset)
 
+from assets.alerts import build_alerts
 from assets.automation import build_automation
 from assets.bronze import offsets_topic_bronze
 from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables
@@ -66,12 +67,15 @@ automation = build_automation(
     refreshed_keys=[key for definition in assets if definition.is_executable for key in definition.keys],
 )
 
+# The alerts after each refresh: to a webhook, or as a failed `alert` run (see assets/alerts.py).
+alert_job, alerts_sensor = build_alerts()
+
 defs = Definitions(
     assets=assets,
     asset_checks=[*expectation_checks(project), *automation.asset_checks],
-    jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup, *automation.jobs],
+    jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup, *automation.jobs, alert_job],
     schedules=automation.schedules,
-    sensors=automation.sensors,
+    sensors=[*automation.sensors, alerts_sensor],
     resources={
         "kafka": KafkaResource(),
         "lake": LakeResource(),

@@ -8,6 +8,7 @@ means "the embedded broker the project starts itself".
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
@@ -124,6 +125,96 @@ class Settings:
             spark_master=get("SPARK_MASTER") or "local[*]",
             spark_remote=get("SPARK_REMOTE"),
         )
+
+
+# A duration: "24h", "90m", "7d", "30s", or a bare number of hours.
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 3600}
+DEFAULT_ALERT_WITHIN_HOURS = 24.0
+DEFAULT_WEBHOOK_TIMEOUT_S = 10.0
+
+
+def duration_hours(text: str) -> float:
+    """"24h", "90m", "7d", "30s" or a number of hours, in hours; ValueError otherwise."""
+    match = _DURATION.fullmatch(text.strip().lower())
+    if not match:
+        raise ValueError(f"expected a duration such as 24h, 90m or 7d, got {text!r}")
+    return float(match.group(1)) * _SECONDS[match.group(2)] / 3600
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    """What the alerts watch and where they go (docs/alerts.md).
+
+    Kept apart from `Settings`, which every command reads: a mistyped alert variable then stops
+    the alerts, with its name in the error, and not the ingest or the models."""
+
+    webhook_url: str | None = field(default=None, repr=False)
+    """Where alerts are POSTed as JSON; None: the Dagster sensor raises them as a failed run."""
+    loss_within_hours: float = DEFAULT_ALERT_WITHIN_HOURS
+    """Unread messages whose deletion by retention is due within this horizon alert."""
+    expiry_within_hours: float = DEFAULT_ALERT_WITHIN_HOURS
+    """Committed offsets of a watched group that Kafka expires within this horizon alert."""
+    watched_groups: tuple[str, ...] = ()
+    """Groups (names or shell-style patterns) whose offset expiry alerts."""
+    ignored_groups: tuple[str, ...] = ()
+    """Groups (names or patterns) that never alert, whatever the condition."""
+    webhook_timeout_s: float = DEFAULT_WEBHOOK_TIMEOUT_S
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "AlertSettings":
+        """From `OFFSETS_PLATFORM_ALERT_*`; ValueError naming the variable for a value that is not one."""
+        env = os.environ if env is None else env
+
+        def get(name: str) -> str:
+            return (env.get(ENV_PREFIX + name) or "").strip()
+
+        def hours(name: str, default: float) -> float:
+            value = get(name)
+            if not value:
+                return default
+            try:
+                result = duration_hours(value)
+            except ValueError as error:
+                raise ValueError(f"{ENV_PREFIX}{name}: {error}") from None
+            return result
+
+        def names(name: str) -> tuple[str, ...]:
+            return tuple(sorted({part.strip() for part in get(name).split(",") if part.strip()}))
+
+        timeout = get("ALERT_WEBHOOK_TIMEOUT_SECONDS")
+        try:
+            timeout_s = float(timeout) if timeout else DEFAULT_WEBHOOK_TIMEOUT_S
+        except ValueError:
+            timeout_s = 0
+        if timeout_s <= 0:
+            raise ValueError(f"{ENV_PREFIX}ALERT_WEBHOOK_TIMEOUT_SECONDS={timeout!r} must be a positive number")
+        url = get("ALERT_WEBHOOK_URL")
+        if url and not url.lower().startswith(("http://", "https://")):  # the URL itself is not repeated: a secret
+            raise ValueError(f"{ENV_PREFIX}ALERT_WEBHOOK_URL must start with http:// or https://")
+        within = hours("ALERT_WITHIN", DEFAULT_ALERT_WITHIN_HOURS)
+        return cls(
+            webhook_url=url or None,
+            loss_within_hours=hours("ALERT_LOSS_WITHIN", within),
+            expiry_within_hours=hours("ALERT_EXPIRY_WITHIN", within),
+            watched_groups=names("ALERT_WATCHED_GROUPS"),
+            ignored_groups=names("ALERT_IGNORED_GROUPS"),
+            webhook_timeout_s=timeout_s,
+        )
+
+    def with_horizon(self, hours: float) -> "AlertSettings":
+        """Both horizons set to `hours` (the command line's --within)."""
+        return replace(self, loss_within_hours=hours, expiry_within_hours=hours)
+
+    def webhook_target(self) -> str:
+        """The webhook's scheme and host, for logs: the path of a chat webhook URL is its secret."""
+        if not self.webhook_url:
+            return "no webhook"
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.webhook_url)
+        host = f"{parts.hostname}:{parts.port}" if parts.port else f"{parts.hostname}"  # no user:password@
+        return f"{parts.scheme}://{host}" + ("/..." if parts.path not in ("", "/") else "")
 
 
 def os_user() -> str:

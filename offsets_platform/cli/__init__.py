@@ -9,6 +9,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from offsets_platform.cli.alerts import add_alerts_command
 from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.cli.args import cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_view_commands(commands)
     add_metrics_commands(commands)
+    add_alerts_command(commands)
     add_plan_commands(commands)
     add_direct_commands(commands)
     add_rebase_command(commands)

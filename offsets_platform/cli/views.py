@@ -8,25 +8,21 @@ Where the lake answers, a last line on stderr says which lake and how fresh it i
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from datetime import datetime, timedelta, timezone
 
 from offsets_platform.attention import DEFAULT_WITHIN_HOURS
 from offsets_platform.cli.args import cluster_and_lake, lake_of
 from offsets_platform.cli.output import as_json, cell, table_lines
-from offsets_platform.settings import Settings
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 3600}
+from offsets_platform.settings import Settings, duration_hours
 
 
 def hours(text: str) -> float:
     """"24h", "90m", "7d", "30s" or a number of hours, in hours."""
-    match = _DURATION.fullmatch(text.strip().lower())
-    if not match:
-        raise argparse.ArgumentTypeError(f"expected a duration such as 24h, 90m or 7d, got {text!r}")
-    return float(match.group(1)) * _SECONDS[match.group(2)] / 3600
+    try:
+        return duration_hours(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def since(text: str) -> datetime:

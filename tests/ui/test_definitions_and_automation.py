@@ -21,7 +21,7 @@ from offsets_platform.lake import Lake
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = {"bronze", "silver", "gold", "cleanup"}
-JOBS = {"refresh", "ingest", "approve_cleanup", "apply_cleanup", "plan_cleanup"}
+JOBS = {"refresh", "ingest", "approve_cleanup", "apply_cleanup", "plan_cleanup", "alert"}
 # As loaded here (the environment may set other crons than the defaults, which are tested below).
 SCHEDULES = {"refresh_schedule": (automation.refresh_cron, "refresh"),
              "cleanup_plan_schedule": (automation.cleanup_cron, "plan_cleanup")}
@@ -47,10 +47,11 @@ def test_every_job_schedule_and_sensor_resolves_with_the_in_process_executor():
                                            else DefaultScheduleStatus.STOPPED)
         assert schedule.description
         assert defs.resolve_job_def(schedule.job_name).executor_def.name == "in_process"
-    sensor = defs.resolve_sensor_def("freshness_checks_sensor")
-    assert sensor.default_status == (DefaultSensorStatus.RUNNING if automation_running()
-                                     else DefaultSensorStatus.STOPPED)
-    assert {s.name for s in defs.schedules} == set(SCHEDULES) and {s.name for s in defs.sensors} == {sensor.name}
+    sensors = {"freshness_checks_sensor", "alerts_sensor"}
+    for name in sensors:
+        assert defs.resolve_sensor_def(name).default_status == (DefaultSensorStatus.RUNNING if automation_running()
+                                                                else DefaultSensorStatus.STOPPED)
+    assert {s.name for s in defs.schedules} == set(SCHEDULES) and {s.name for s in defs.sensors} == sensors
 
 
 def test_every_table_asset_is_in_a_layer_group_with_a_description_and_a_column_schema():
