@@ -37,3 +37,12 @@ def test_groups_without_lag_are_listed_only_when_asked(lake):
                                       for g in ("behind", "caught-up")])
     assert [row["group"] for row in attention.lag_by_group(lake)] == ["behind"]
     assert [row["group"] for row in attention.lag_by_group(lake, lagging_only=False)] == ["behind", "caught-up"]
+
+
+def test_offset_delete_candidates_are_summed_per_group_and_topic():
+    rows = [{"group": "g", "topic": "old", "partition": p, "lag_messages": lag, "expires_at": expires_at}
+            for p, lag, expires_at in ((0, 3, at(20)), (1, None, at(10)), (2, 4, None))]
+    rows.append({"group": "h", "topic": "old", "partition": 0, "lag_messages": None, "expires_at": None})
+    assert attention.offset_deletes_by_topic(rows) == [
+        {"group": "g", "topic": "old", "partitions": 3, "lag_messages": 7, "first_expires_at": at(10)},
+        {"group": "h", "topic": "old", "partitions": 1, "lag_messages": None, "first_expires_at": None}]
