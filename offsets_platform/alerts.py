@@ -34,6 +34,7 @@ from fnmatch import fnmatchcase
 from typing import Iterable, Mapping
 from urllib.parse import quote
 
+from offsets_platform.attention import NOT_ABANDONED  # offsets a group left behind are no one's backlog
 from offsets_platform.lake import Lake
 from offsets_platform.settings import AlertSettings
 
@@ -45,9 +46,6 @@ KINDS = (MESSAGES_AT_RISK, OFFSETS_EXPIRING, CONSUMER_STATUS)
 ERR_STATUSES = ("STOP", "STALL", "REWIND")
 SOURCE = "offsets_platform"
 
-# Offsets a group left behind (expirable_offsets.is_abandoned) are no one's backlog.
-_NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_abandoned and a."group" = {t}."group"
-                                 and a.topic = {t}.topic and a."partition" = {t}."partition")"""
 
 
 @dataclass(frozen=True)
@@ -95,7 +93,7 @@ def messages_at_risk(lake: Lake, within_hours: float) -> list[Alert]:
         select f."group", f.topic, f."partition", f.unread_in_log, f.hours_left, f.deletion_expected_at,
                f.time_lag_is_lower_bound
         from retention_forecast f
-        where f.unread_in_log > 0 and f.hours_left <= {float(within_hours)} and {_NOT_ABANDONED.format(t="f")}
+        where f.unread_in_log > 0 and f.hours_left <= {float(within_hours)} and {NOT_ABANDONED.format(t="f")}
         order by f."group", f.topic, f."partition"
         """, "retention_forecast", "expirable_offsets").to_pylist()
     alerts = []
@@ -146,7 +144,7 @@ def consumer_status(lake: Lake) -> list[Alert]:
         select s."group", s.topic, s."partition", s.status, s.rule, s.group_status, s.current_lag,
                s.silent_seconds, s.last_offset, s.rewound_from_offset, s.rewound_to_offset, s.evaluated_at
         from consumer_status s
-        where s.status in ({statuses}) and {_NOT_ABANDONED.format(t="s")}
+        where s.status in ({statuses}) and {NOT_ABANDONED.format(t="s")}
         order by s."group", s.topic, s.status, s."partition"
         """, "consumer_status", "expirable_offsets").to_pylist()
     alerts = []

@@ -81,7 +81,7 @@ def expiring_by_topic(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) ->
 
 
 # The partitions whose offset a group left behind (see the module docstring), to leave out.
-_NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_abandoned and a."group" = {t}."group"
+NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_abandoned and a."group" = {t}."group"
                                  and a.topic = {t}.topic and a."partition" = {t}."partition")"""
 
 
@@ -90,7 +90,7 @@ def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
     messages first; with `lagging_only` False, also the groups whose lag is 0."""
     having = "having sum(lag_messages) > 0" if lagging_only else ""
     return lake.query(f"""select "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms
-                          from consumer_lag l where {_NOT_ABANDONED.format(t="l")}
+                          from consumer_lag l where {NOT_ABANDONED.format(t="l")}
                           group by "group" {having}
                           order by lag_messages desc, "group"
                        """, "consumer_lag", "expirable_offsets").to_pylist()
@@ -122,12 +122,12 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
             select "group", topic, sum(lost_count) as messages_lost,
                    sum(lost_count_at_least) as messages_lost_at_least,
                    count(distinct "partition") as partitions_lost, max(observed_at) as last_loss_at
-            from unconsumed_messages u where {_NOT_ABANDONED.format(t="u")} {observed} group by "group", topic
+            from unconsumed_messages u where {NOT_ABANDONED.format(t="u")} {observed} group by "group", topic
         ),
         due as (
             select "group", topic, sum(unread_in_log) as messages_at_risk,
                    count(distinct "partition") as partitions_due, min(deletion_expected_at) as next_deletion_at
-            from retention_forecast f where hours_left <= {float(within_hours)} and {_NOT_ABANDONED.format(t="f")}
+            from retention_forecast f where hours_left <= {float(within_hours)} and {NOT_ABANDONED.format(t="f")}
             group by "group", topic
         )
         select coalesce(l."group", d."group") as "group", coalesce(l.topic, d.topic) as topic,
