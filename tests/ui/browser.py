@@ -41,8 +41,12 @@ _WORKSPACE_QUERY = ("{ workspaceOrError { __typename ... on Workspace { location
 
 
 class Webserver:
-    def __init__(self, home: Path, startup_timeout: float = 240):
+    """`dagster-webserver` over the workspace. `dagster_home_from`: a Dagster home whose runs,
+    materializations and check results the UI shows (copied, so the test changes nothing there)."""
+
+    def __init__(self, home: Path, startup_timeout: float = 240, dagster_home_from: Path | None = None):
         self.home = home
+        self.dagster_home_from = dagster_home_from
         self.port = free_loopback_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = home / "webserver.log"
@@ -52,6 +56,8 @@ class Webserver:
 
     def start(self) -> "Webserver":
         dagster_home = self.home / "dagster"
+        if self.dagster_home_from is not None:
+            shutil.copytree(self.dagster_home_from, dagster_home)
         dagster_home.mkdir(parents=True, exist_ok=True)
         (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML)
         # The automation settings at their defaults, whatever the calling shell sets.

@@ -1,7 +1,8 @@
 """The Dagster UI over the project's workspace, as a browser shows it.
 
-A real `dagster-webserver` (free loopback port, isolated DAGSTER_HOME) serves workspace.yaml, and
-headless Chromium loads its pages. The assertions are on the text Chromium rendered; GraphQL is
+A real `dagster-webserver` (free loopback port) serves workspace.yaml over a copy of the small
+demo's Dagster home, as `make ui OFFSETS_PLATFORM_HOME=<the demo's home>` does after `make demo`,
+and headless Chromium loads its pages. The assertions are on the text Chromium rendered; GraphQL is
 only used to double-check that the server sees what the definitions hold. Screenshots and DOMs are
 kept under test-artifacts/ui/.
 """
@@ -16,6 +17,7 @@ import pytest
 from dagster import AssetKey
 
 from assets.definitions import defs
+from tests.report.fixtures import demo_lake, demo_run  # noqa: F401  (fixtures)
 from tests.ui.browser import ARTIFACTS, LOCATION, Browser, Page, Webserver, chromium_processes
 
 LAYERS = ("bronze", "silver", "gold", "cleanup", "reports")
@@ -38,8 +40,8 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def webserver(tmp_path_factory):
-    server = Webserver(tmp_path_factory.mktemp("webserver")).start()
+def webserver(tmp_path_factory, demo_run):  # noqa: F811 (the fixture imported above)
+    server = Webserver(tmp_path_factory.mktemp("webserver"), dagster_home_from=demo_run.home / "demo" / "dagster").start()
     yield server
     assert server.stop() == set(), "the webserver or its code server is still running"
 
@@ -122,6 +124,17 @@ def test_a_model_page_shows_its_description_and_column_schema(browser, webserver
     missing = [c for c in columns if not page.has(c)]
     assert not missing, f"columns not shown: {missing}"
     assert page.has("silver")
+
+
+@pytest.mark.parametrize("asset", ["offset_commit_records", "consumer_lag", "expirable_offsets"])
+def test_after_the_demo_an_asset_shows_its_materialization_row_count_and_passed_checks(browser, webserver, demo_lake,
+                                                                                       asset):  # noqa: F811
+    page = render(browser, webserver, f"/assets/{asset}", f"demo-{asset}", lambda p: p.has("Row count"), height=1400)
+    assert page.has("Latest materialization") and not page.has("Never materialized")
+    assert page.text[page.text.index("Row count") + 1] == f"{demo_lake.count(asset):,}"
+    checks = render(browser, webserver, f"/assets/{asset}?view=checks", f"demo-checks-{asset}",
+                    lambda p: p.has("Latest execution"), height=1400)
+    assert checks.has("Passed") and not checks.has("Failed")
 
 
 def test_the_automation_page_lists_the_schedules_and_the_freshness_sensor(browser, webserver):
