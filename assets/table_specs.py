@@ -6,7 +6,8 @@ from offsets_platform.lake import Lake, table_spec
 
 
 def table_asset_spec(name: str, group_name: str, kinds: set[str]) -> AssetSpec:
-    """An asset spec whose description and column schema come from the table registry."""
+    """An asset spec whose description and column schema (with each column's description) come from
+    the table registry."""
     spec = table_spec(name)
     return AssetSpec(
         key=name,
@@ -14,7 +15,9 @@ def table_asset_spec(name: str, group_name: str, kinds: set[str]) -> AssetSpec:
         description=spec.description,
         kinds={"delta", *kinds},
         metadata={
-            "dagster/column_schema": TableSchema(columns=[TableColumn(f.name, str(f.type)) for f in spec.schema]),
+            "dagster/column_schema": TableSchema(columns=[
+                TableColumn(f.name, str(f.type), description=spec.column_descriptions.get(f.name))
+                for f in spec.schema]),
             "keys": ", ".join(spec.keys),
         },
     )

@@ -107,6 +107,22 @@ def test_every_model_is_an_asset_with_its_refs_as_deps_and_its_sql_hash_as_code_
         assert defs.resolve_job_def(name).executor_def.name == "in_process"
 
 
+@pytest.mark.fast
+def test_every_column_in_the_ui_has_a_description():
+    graph = defs.resolve_asset_graph()
+    described = set()
+    for key in graph.get_all_asset_keys():
+        schema = graph.get(key).metadata.get("dagster/column_schema")
+        if schema is None:
+            continue
+        undescribed = [column.name for column in schema.columns if not column.description]
+        assert schema.columns and not undescribed, f"{key.to_user_string()}: {undescribed}"
+        described.add(key.to_user_string())
+    # models (silver, gold), bronze records, snapshots and cleanup tables alike
+    assert {"committed_offsets", "consumer_status", "offset_commit_records", "group_snapshots",
+            "cleanup_plans", "cleanup_audit"} <= described
+
+
 def test_the_approval_job_records_who_approved_and_refuses_an_unknown_plan(tmp_path):
     from datetime import datetime, timedelta, timezone
 

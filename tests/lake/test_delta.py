@@ -8,7 +8,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from offsets_platform.lake import TABLES, Lake, MissingTable, TableSpec, table_spec
-from offsets_platform.lake.tables import RECORD_TABLES
+from offsets_platform.lake.tables import RECORD_TABLES, _described
 from offsets_platform.models.project import model_table_specs
 
 # every table a lake for the models knows (the `lake` fixture): its own and the shipped models'
@@ -36,6 +36,24 @@ def test_every_bronze_record_table_says_where_its_rows_came_from():
         assert spec.keys[:2] == ("source_partition", "source_offset"), name
         assert {"source_partition", "source_offset", "source_timestamp"} <= set(spec.schema.names)
         assert "row" not in spec.schema.names, "the codec's batch-local row index must not leak"
+
+
+def test_every_column_of_the_lakes_own_tables_has_a_description_kept_out_of_the_schema():
+    undescribed = [f"{name}.{column}" for name, spec in TABLES.items() for column in spec.schema.names
+                   if not spec.column_descriptions.get(column, "").strip()]
+    assert not undescribed, f"columns without a description in lake/tables.py: {undescribed}"
+    for name, spec in TABLES.items():
+        assert set(spec.column_descriptions) == set(spec.schema.names), name
+        # the descriptions never reach the schema that creates Delta tables and casts written data
+        assert spec.schema.metadata is None and all(f.metadata is None for f in spec.schema), name
+
+
+def test_a_description_of_a_column_the_table_lacks_is_an_error():
+    spec = TABLES["topic_configs"]
+    with pytest.raises(ValueError, match="retention_hours"):
+        _described(spec, {"retention_hours": "a column topic_configs does not have"})
+    described = _described(replace(spec, column_descriptions={}), {"topic": "the topic"})
+    assert described.column_descriptions == {"topic": "the topic"} and described == spec
 
 
 def test_unknown_table_names_the_known_ones(lake):

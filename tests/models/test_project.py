@@ -37,6 +37,12 @@ def test_the_shipped_project_runs_every_model_after_the_models_it_refs():
             "expirable_offsets", "consumer_lag", "unconsumed_messages", "coordinator_metrics"} <= set(position)
 
 
+def test_every_column_of_every_shipped_model_has_a_description():
+    undescribed = [f"{model.name}.{column.name}" for model in default_project().models
+                   for column in model.columns if not column.description.strip()]
+    assert not undescribed, f"columns without a description in the layer YAMLs: {undescribed}"
+
+
 def test_run_order_follows_refs_in_a_small_project(tmp_path):
     project = load_project(write_project(tmp_path, {
         "c": "select x from {{ ref('b') }}",
