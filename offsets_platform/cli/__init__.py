@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from offsets_platform.cli.direct import add_direct_commands
-from offsets_platform.cli.args import NoLake, cluster_and_lake, lake_of
+from offsets_platform.cli.args import NoLake, NotWhoRuns, cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cli.spark_cluster import add_spark_cluster_command
@@ -194,7 +194,8 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.lake.spark import DeltaJarsMissing, SparkConnectError
 
     return (BrokerStartFailed, BrokerUnreachable, DeltaJarsMissing, GroupCallError, IngestError, KafkaNotInstalled,
-            LeaseBusy, LogMismatch, MissingTable, NoLake, OutdatedTable, PlanError, PortInUse, SparkConnectError)
+            LeaseBusy, LogMismatch, MissingTable, NoLake, NotWhoRuns, OutdatedTable, PlanError, PortInUse,
+            SparkConnectError)
 
 
 if __name__ == "__main__":
