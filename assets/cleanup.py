@@ -152,9 +152,12 @@ class ApplyConfig(Config):
     pool=CLEANUP_POOL)
 def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka: KafkaResource,
                         lake: LakeResource) -> None:
-    result = apply_plan(lake.lake(), kafka.connection(), config.plan_id, dry_run=config.dry_run,
-                        requested_by=run_identity(context) or f"dagster run {context.run.run_id[:8]}",
-                        emit=context.log.info)
+    try:
+        result = apply_plan(lake.lake(), kafka.connection(), config.plan_id, dry_run=config.dry_run,
+                            requested_by=run_identity(context) or f"dagster run {context.run.run_id[:8]}",
+                            emit=context.log.info)
+    except PlanError as error:  # the reason alone heads the failed run: unknown, expired, not (validly) approved
+        raise Failure(description=str(error), allow_retries=False) from error
     context.log.info(f"plan {config.plan_id}: {result.count('deleted')} deleted, {result.count('skipped')} skipped, "
                      f"{result.count('failed')} failed, {result.count('dry_run')} shown (dry run)")
     if result.failed:

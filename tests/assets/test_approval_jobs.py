@@ -112,6 +112,24 @@ def test_the_plan_s_author_cannot_approve_it_unless_self_approval_is_allowed(tmp
     assert _approvers(lake) == ["bob"]
 
 
+def test_the_apply_job_sends_nothing_of_a_plan_only_its_author_approved(tmp_path):
+    from offsets_platform.cleanup.approvals import approve
+
+    lake = Lake(tmp_path / "lake")
+    plan = _plan(lake, "bob")
+    approve(lake, plan.plan_id, "bob", allow_self_approval=True)  # as an older version, or a lifted rule, wrote it
+    run_config = {"ops": {"apply_approved_plan": {"config": {"plan_id": plan.plan_id}}},
+                  "resources": {"lake": {"config": {"root": str(lake.root)}},
+                                # never contacted: the refusal comes first
+                                "kafka": {"config": {"bootstrap_servers": "127.0.0.1:9"}}}}
+    with DagsterInstance.ephemeral() as instance:
+        result = defs.resolve_job_def("apply_cleanup").execute_in_process(
+            run_config=run_config, instance=instance, raise_on_error=False, tags={"offsets_platform/user": "alice"})
+    assert not result.success
+    assert f"plan {plan.plan_id} is approved only by its author bob; four-eyes" in _failure(result)
+    assert not lake.exists("cleanup_audit")
+
+
 def _materialize_plan(lake: Lake, monkeypatch, tags: dict):
     authors = []
 
