@@ -120,9 +120,13 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
     except PlanError as error:
         raise Failure(description=str(error), allow_retries=False) from error
     facts = plan_markdown(plan, config.action_ids)
-    # logged before anything is recorded, so that a refused run still shows what it was asked to approve
+    chosen = [a for a in plan.actions if not config.action_ids or a.action_id in config.action_ids]
+    # logged before anything is recorded, so that a refused run still shows what it was asked to
+    # approve; the run log shows text as typed, so one line per action rather than the markdown table
     context.log.info(f"plan {plan.plan_id} by {plan.created_by}, expires {plan.expires_at:%Y-%m-%d %H:%M} UTC; "
-                     f"the actions to approve and their facts:\n{facts}")
+                     f"the actions to approve and their facts:\n"
+                     + "\n".join(f"{a.action_id}  {a.describe()}: {a.reason}\n    facts: {facts_text(a.facts)}"
+                                  for a in chosen))
     approver = run_identity(context)
     if approver is None:
         raise Failure(description=f"this run names no one: launch it with the tag {IDENTITY_TAGS[1]}=YOUR_NAME "
