@@ -1,14 +1,15 @@
 """Applying the approved actions of a cleanup plan, with a live re-check before each group.
 
-Only approved actions of an unexpired plan are applied; under four-eyes (the default, see
-approvals.py) an approval by the plan's own author does not count, checked again here because the
-configuration may have changed since, or an older version wrote the approval without the check; actions the audit already shows as done
-are not repeated, so applying again is safe. Right before a group's actions the live state is
-read again (the describe API of the group's type: DescribeGroups, ConsumerGroupDescribe,
-StreamsGroupDescribe or ShareGroupDescribe; then OffsetFetch), and an action whose facts changed
-is skipped with the reason: the group gained members (of any kind: a KIP-848 group is never read
-as Dead because DescribeGroups does not know it), a member subscribes to the topic again, or the
-group committed again. OffsetDelete goes per group, DeleteGroups in batches per coordinator.
+Only approved actions of an unexpired plan are applied. Under four-eyes (the default, see
+approvals.py) an approval by the plan's own author does not count: checked again here, as the
+configuration may have changed since the approval, or an older version recorded it without the
+check. Actions the audit already shows as done are not repeated, so applying again is safe.
+Right before a group's actions the live state is read again (the describe API of the group's
+type: DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe or ShareGroupDescribe; then
+OffsetFetch), and an action whose facts changed is skipped with the reason: the group gained
+members (of any kind: a KIP-848 group is never read as Dead because DescribeGroups does not know
+it), a member subscribes to the topic again, or the group committed again. OffsetDelete goes per
+group, DeleteGroups in batches per coordinator.
 
 Each request is audited before it is sent (an intent) and after (Kafka's answer, per partition or
 group, with Kafka's error name); an apply first settles the intents an interrupted apply of the

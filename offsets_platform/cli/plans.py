@@ -76,7 +76,9 @@ def _show(args, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     plan = load_plan(lake, args.plan_id)
-    _print_plan(plan, approved_actions(lake, plan), _audit(lake, plan.plan_id))
+    # another person's approval shown rather than the author's, where there are both (four-eyes counts the former)
+    approved = {**approved_actions(lake, plan), **approved_actions(lake, plan, by_author=False)}
+    _print_plan(plan, approved, _audit(lake, plan.plan_id))
     return 0
 
 

@@ -175,3 +175,8 @@ def test_the_command_line_lets_the_author_approve_where_configuration_allows_it(
     assert status == 0 and "ops approved 2 actions" in output
     status, output = _cli(["show", plan.plan_id, *home], capsys)
     assert output.count("[approved by ops] [by the plan's author]") == 2
+    # once another person approved too, `show` names them: their approval is the one four-eyes counts
+    monkeypatch.setenv(USER_ENV, "alice")
+    assert _cli(["approve", plan.plan_id, "--action", plan.actions[0].action_id, *home], capsys)[0] == 0
+    status, output = _cli(["show", plan.plan_id, *home], capsys)
+    assert output.count("[approved by alice]") == 1 and output.count("[by the plan's author]") == 1
