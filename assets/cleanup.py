@@ -1,7 +1,15 @@
 """Cleanup in Dagster: the plan asset, and the approval and apply jobs a person launches.
 
-Approve and apply are jobs, not assets: a person starts them from the launchpad with a plan id
-(approve also with their name), and each leaves its trace in the cleanup tables.
+Approve and apply are jobs, not assets: a person starts them from the launchpad with a plan id,
+and each leaves its trace in the cleanup tables.
+
+Who acts is the run's identity tag, never a name typed into the run config: `dagster/user`, which
+Dagster+ sets to the launching user, else `offsets_platform/user`, which an open-source instance's
+launchpad lets one add (there, a tag is as trustworthy as the right to launch runs). A run
+without either cannot approve. Four-eyes holds as in offsets_platform.cleanup.approvals: the plan
+asset's run identity is the plan's author, and that person cannot approve it unless the code
+location's environment sets OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL=true. A plan materialized by a
+run without identity is authored by "dagster run <id>", which anyone identified may approve.
 
 The plan asset and both ops are in the concurrency pool "cleanup". With the instance's pool limit
 (`concurrency: pools: default_limit: 1`, see assets/dagster.yaml, which `make ui` installs) Dagster
@@ -13,8 +21,8 @@ without that limit.
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
 from typing import List, Optional
 
-from dagster import (AssetExecutionContext, Config, MaterializeResult, MetadataValue, OpExecutionContext, asset,
-                     in_process_executor, job, op)
+from dagster import (AssetExecutionContext, Config, Failure, MaterializeResult, MetadataValue, OpExecutionContext,
+                     Output, asset, in_process_executor, job, op)
 from pydantic import Field
 
 from assets.resources import KafkaResource, LakeResource
@@ -22,14 +30,43 @@ from assets.table_specs import table_asset_spec, table_metadata
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
-from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, build_plan, save_plan
+from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, CleanupPlan, PlanError, build_plan, facts_text, load_plan,
+                                           save_plan)
 
 # Dagster's concurrency pool of the plan asset and the approve and apply ops
 CLEANUP_POOL = "cleanup"
 
+# The run tags naming who launched a run, first found wins: Dagster+ sets the first from the login.
+IDENTITY_TAGS = ("dagster/user", "offsets_platform/user")
+
 # Written by the approve and apply jobs (and the CLI), not materialized: declared so that the
 # graph shows them and coordinator_metrics' dependency on the audit.
 cleanup_record_tables = [table_asset_spec(name, "cleanup", set()) for name in ("cleanup_approvals", "cleanup_audit")]
+
+
+def run_identity(context) -> Optional[str]:
+    """Who launched the run, from its identity tags; None when it has none."""
+    tags = context.run.tags
+    for tag in IDENTITY_TAGS:
+        value = (tags.get(tag) or "").strip()
+        if value:
+            return value
+    return None
+
+
+def plan_markdown(plan: CleanupPlan, action_ids: Optional[List[str]] = None) -> str:
+    """The plan's actions (all, or `action_ids`) as a markdown table with the facts each rests on."""
+    chosen = set(action_ids or [a.action_id for a in plan.actions])
+    lines = ["| action id | action | group | topic | partition | reason | facts |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {a.action_id} | {a.action} | {_cell(a.group)} | {_cell(a.topic or '')} | "
+              f"{'' if a.partition is None else a.partition} | {_cell(a.reason)} | {_cell(facts_text(a.facts))} |"
+              for a in plan.actions if a.action_id in chosen]
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    # a group or topic name may hold "|", which would split the row
+    return text.replace("|", "\\|")
 
 
 class PlanConfig(Config):
@@ -48,56 +85,93 @@ class PlanConfig(Config):
 )
 def cleanup_plan(context: AssetExecutionContext, config: PlanConfig, lake: LakeResource) -> MaterializeResult:
     the_lake = lake.lake()
-    plan = build_plan(the_lake, created_by=f"dagster run {context.run.run_id[:8]}", idle_hours=config.idle_hours,
+    author = run_identity(context) or f"dagster run {context.run.run_id[:8]}"
+    plan = build_plan(the_lake, created_by=author, idle_hours=config.idle_hours,
                       clean_early=tuple(config.clean_early), valid_hours=config.valid_hours)
     save_plan(the_lake, plan)
-    lines = ["| action | group | topic | partition | reason |", "|---|---|---|---|---|"]
-    lines += [f"| {a.action} | {a.group} | {a.topic or ''} | {'' if a.partition is None else a.partition} | {a.reason} |"
-              for a in plan.actions]
     context.log.info(f"plan {plan.plan_id}: {len(plan.actions)} actions, expires {plan.expires_at:%Y-%m-%d %H:%M} UTC"
                      if plan.actions else "nothing to clean up: no plan stored")
     return MaterializeResult(metadata={
         **table_metadata(the_lake, "cleanup_plans"),
         "plan_id": plan.plan_id if plan.actions else "(none: nothing to clean up)",
         "actions_proposed": len(plan.actions),
+        "created_by": plan.created_by,
         "expires_at": plan.expires_at.isoformat(),
-        "actions": MetadataValue.md("\n".join(lines)),
+        "actions": MetadataValue.md(plan_markdown(plan)),
     })
 
 
 class ApproveConfig(Config):
-    plan_id: str = Field(description="the plan to approve (see the cleanup_plans asset)")
-    approved_by: str = Field(description="your name; recorded in cleanup_approvals")
-    comment: Optional[str] = None
+    plan_id: str = Field(description="the plan to approve; its actions and the facts each rests on are in the "
+                                     "metadata (\"actions\") of the cleanup_plans materialization that proposed it, "
+                                     "and this run logs them before recording the approval")
+    comment: Optional[str] = Field(default=None, description="why, recorded with the approval; who approves is the "
+                                                             "run's tag dagster/user or offsets_platform/user")
     action_ids: List[str] = Field(default=[], description="approve only these actions; empty = the whole plan")
 
 
-@op(description="Record a person's approval of a cleanup plan (or of some of its actions).", pool=CLEANUP_POOL)
-def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeResource) -> None:
-    approval = approve(lake.lake(), config.plan_id, config.approved_by, action_ids=config.action_ids or None,
-                       comment=config.comment)
+@op(description="Show a cleanup plan's actions and facts, then record the approval (of the whole plan or some "
+                "actions) by the run's identity tag: dagster/user, else offsets_platform/user.",
+    pool=CLEANUP_POOL)
+def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeResource) -> Output:
+    the_lake = lake.lake()
+    try:
+        plan = load_plan(the_lake, config.plan_id)
+    except PlanError as error:
+        raise Failure(description=str(error), allow_retries=False) from error
+    facts = plan_markdown(plan, config.action_ids)
+    chosen = [a for a in plan.actions if not config.action_ids or a.action_id in config.action_ids]
+    # logged before anything is recorded, so that a refused run still shows what it was asked to
+    # approve; the run log shows text as typed, so one line per action rather than the markdown table
+    context.log.info(f"plan {plan.plan_id} by {plan.created_by}, expires {plan.expires_at:%Y-%m-%d %H:%M} UTC; "
+                     f"the actions to approve and their facts:\n"
+                     + "\n".join(f"{a.action_id}  {a.describe()}: {a.reason}\n    facts: {facts_text(a.facts)}"
+                                  for a in chosen))
+    approver = run_identity(context)
+    if approver is None:
+        raise Failure(description=f"this run names no one: launch it with the tag {IDENTITY_TAGS[1]}=YOUR_NAME "
+                                  f"(Dagster+ sets {IDENTITY_TAGS[0]} itself); the approver is never taken from config",
+                      allow_retries=False)
+    try:
+        approval = approve(the_lake, config.plan_id, approver, action_ids=config.action_ids or None,
+                           comment=config.comment)
+    except PlanError as error:  # the reason alone, not a stack trace, heads the failed run
+        raise Failure(description=str(error), allow_retries=False) from error
     context.log.info(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {config.plan_id}")
+    return Output(None, metadata={
+        "plan_id": plan.plan_id,
+        "plan_created_by": plan.created_by,
+        "approved_by": approval.approved_by,
+        "actions_approved": len(approval.action_ids),
+        "actions": MetadataValue.md(facts),
+    })
 
 
 class ApplyConfig(Config):
     plan_id: str = Field(description="the approved plan to apply")
     dry_run: bool = Field(default=False, description="only show and audit what would be sent")
-    requested_by: Optional[str] = None
 
 
 @op(description="Apply the approved actions of a plan (OffsetDelete, DeleteGroups), re-checking each group first.",
     pool=CLEANUP_POOL)
 def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka: KafkaResource,
                         lake: LakeResource) -> None:
-    result = apply_plan(lake.lake(), kafka.connection(), config.plan_id, dry_run=config.dry_run,
-                        requested_by=config.requested_by or f"dagster run {context.run.run_id[:8]}", emit=context.log.info)
+    try:
+        result = apply_plan(lake.lake(), kafka.connection(), config.plan_id, dry_run=config.dry_run,
+                            requested_by=run_identity(context) or f"dagster run {context.run.run_id[:8]}",
+                            emit=context.log.info)
+    except PlanError as error:  # the reason alone heads the failed run: unknown, expired, not (validly) approved
+        raise Failure(description=str(error), allow_retries=False) from error
     context.log.info(f"plan {config.plan_id}: {result.count('deleted')} deleted, {result.count('skipped')} skipped, "
                      f"{result.count('failed')} failed, {result.count('dry_run')} shown (dry run)")
     if result.failed:
         raise RuntimeError(f"plan {config.plan_id}: {result.count('failed')} actions failed; see cleanup_audit")
 
 
-@job(executor_def=in_process_executor, description="Approve a cleanup plan: give its id and your name.")
+@job(executor_def=in_process_executor,
+     description="Approve a cleanup plan: give its id, and launch with the tag offsets_platform/user=YOUR_NAME "
+                 "(Dagster+ sets dagster/user). The run shows the plan's actions and facts first; they are also "
+                 "in the cleanup_plans asset's latest materialization.")
 def approve_cleanup():
     approve_plan()
 

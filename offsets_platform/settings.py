@@ -16,6 +16,13 @@ from typing import Mapping
 ENV_PREFIX = "OFFSETS_PLATFORM_"
 OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_HOME = Path(".offsets_platform")
+# A service account or an SSO wrapper that runs commands for a person names that person here; it
+# is the identity of approvals, plan authors and the audit instead of the OS user.
+USER_ENV = ENV_PREFIX + "USER"
+# Four-eyes is the default: a plan's author may approve it only where this is true (a demo, a
+# single-operator lab).
+ALLOW_SELF_APPROVAL_ENV = ENV_PREFIX + "ALLOW_SELF_APPROVAL"
+_TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off", ""}
 
 
 @dataclass(frozen=True)
@@ -225,3 +232,31 @@ def os_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):  # no login name and no passwd entry (some containers)
         return f"uid:{os.getuid()}"
+
+
+def acting_user(env: Mapping[str, str] | None = None) -> str:
+    """Who acts, for approvals, plan authors and the audit: $OFFSETS_PLATFORM_USER when set, else
+    the OS user. Never a name typed on the command line: anyone can type any name."""
+    env = os.environ if env is None else env
+    return (env.get(USER_ENV) or "").strip() or os_user()
+
+
+def self_approval_allowed(env: Mapping[str, str] | None = None) -> bool:
+    """Whether $OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL lets a plan's author approve it (default: no).
+
+    Raises:
+        ValueError: the variable is set to something that is neither true nor false; guessing
+            either way would either weaken four-eyes or refuse without saying why.
+    """
+    env = os.environ if env is None else env
+    value = (env.get(ALLOW_SELF_APPROVAL_ENV) or "").strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{ALLOW_SELF_APPROVAL_ENV}={env.get(ALLOW_SELF_APPROVAL_ENV)!r}: use true or false")
+
+
+def same_person(one: str, other: str) -> bool:
+    """Whether two recorded identities name the same person ("Alice" and "alice " do)."""
+    return one.strip().casefold() == other.strip().casefold()

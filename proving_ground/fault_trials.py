@@ -33,7 +33,7 @@ from offsets_platform.broker.embedded import EmbeddedBroker, free_loopback_port
 from offsets_platform.ingest.offsets_topic import CHECKPOINTS, ingest_offsets_topic
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import RECORD_TABLES
-from offsets_platform.settings import KafkaConnection
+from offsets_platform.settings import USER_ENV, KafkaConnection
 from proving_ground import lake_checks
 from proving_ground.cli_process import start_cli_process
 from proving_ground.workload import create_history_topic, generate, produce_records
@@ -588,8 +588,9 @@ def _plans_and_applies(trials: Trials, key: str, bootstrap: str) -> None:
     started = time.monotonic()
     plan_time = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
     command = ["--barrier", f"{trials.scratch / 'barrier-plan'}:2", "--plan-time", plan_time, "--",
-               "plan", "--home", str(home), "--idle-hours", "0", "--by", "ops"]
-    children = [Child(command), Child(command)]
+               "plan", "--home", str(home), "--idle-hours", "0"]
+    # the author and the approver are two people (four-eyes), named as a login wrapper would
+    children = [Child(command, env={USER_ENV: "ops"}), Child(command, env={USER_ENV: "ops"})]
     codes = sorted(child.wait() for child in children)
     stored = Lake(home / "lake").read_arrow("cleanup_plans").to_pylist()
     plan_ids = {row["plan_id"] for row in stored}
@@ -609,10 +610,16 @@ def _plans_and_applies(trials: Trials, key: str, bootstrap: str) -> None:
     (plan_id,) = plan_ids
     with open(os.devnull, "w") as quiet:
         sys.stdout, real_stdout = quiet, sys.stdout
+        user_before = os.environ.get(USER_ENV)
+        os.environ[USER_ENV] = "alice"
         try:
-            cli_main(["approve", plan_id, "--by", "alice", "--home", str(home)])
+            cli_main(["approve", plan_id, "--home", str(home)])
         finally:
             sys.stdout = real_stdout
+            if user_before is None:
+                os.environ.pop(USER_ENV)
+            else:
+                os.environ[USER_ENV] = user_before
     started = time.monotonic()
     command = ["--barrier", f"{trials.scratch / 'barrier-apply'}:2", "--send-delay", "2", "--",
                "apply", plan_id, "--bootstrap-server", bootstrap, "--home", str(home)]

@@ -69,7 +69,7 @@ def test_models_command_runs_the_models_and_summarises(spark, tmp_path, capsys):
     assert [(r["rule"], r["retention_minutes"]) for r in expirable] == [("unsubscribed_topic", 60)]
 
 
-@pytest.mark.parametrize("command", [["models"], ["plan"], ["show", "p1"], ["approve", "p1", "--by", "ops"],
+@pytest.mark.parametrize("command", [["models"], ["plan"], ["show", "p1"], ["approve", "p1"],
                                      ["apply", "p1", "--bootstrap-server", "127.0.0.1:9"], ["rebase"]])
 def test_a_command_that_reads_a_lake_that_is_not_there_says_so_and_creates_nothing(command, tmp_path, capsys):
     home = tmp_path / "nowhere"

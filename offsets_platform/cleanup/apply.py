@@ -1,12 +1,15 @@
 """Applying the approved actions of a cleanup plan, with a live re-check before each group.
 
-Only approved actions of an unexpired plan are applied; actions the audit already shows as done
-are not repeated, so applying again is safe. Right before a group's actions the live state is
-read again (the describe API of the group's type: DescribeGroups, ConsumerGroupDescribe,
-StreamsGroupDescribe or ShareGroupDescribe; then OffsetFetch), and an action whose facts changed
-is skipped with the reason: the group gained members (of any kind: a KIP-848 group is never read
-as Dead because DescribeGroups does not know it), a member subscribes to the topic again, or the
-group committed again. OffsetDelete goes per group, DeleteGroups in batches per coordinator.
+Only approved actions of an unexpired plan are applied. Under four-eyes (the default, see
+approvals.py) an approval by the plan's own author does not count: checked again here, as the
+configuration may have changed since the approval, or an older version recorded it without the
+check. Actions the audit already shows as done are not repeated, so applying again is safe.
+Right before a group's actions the live state is read again (the describe API of the group's
+type: DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe or ShareGroupDescribe; then
+OffsetFetch), and an action whose facts changed is skipped with the reason: the group gained
+members (of any kind: a KIP-848 group is never read as Dead because DescribeGroups does not know
+it), a member subscribes to the topic again, or the group committed again. OffsetDelete goes per
+group, DeleteGroups in batches per coordinator.
 
 Each request is audited before it is sent (an intent) and after (Kafka's answer, per partition or
 group, with Kafka's error name); an apply first settles the intents an interrupted apply of the
@@ -22,7 +25,7 @@ from datetime import datetime
 from typing import Callable
 
 from offsets_platform.cleanup import kafka_calls
-from offsets_platform.cleanup.approvals import AUDIT, approved_actions
+from offsets_platform.cleanup.approvals import AUDIT, approved_actions, self_approval_permitted
 from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction, PlanError, load_plan, offset_key
 from offsets_platform.cleanup.reconcile import reconcile_intents
@@ -30,7 +33,7 @@ from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
 from offsets_platform.lake.sql_literals import lake_string
-from offsets_platform.settings import KafkaConnection, os_user
+from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, KafkaConnection, os_user
 
 APPLY_LEASE = "cleanup-apply"
 # how long an apply waits for another one on the same lake before giving up with the holder's name
@@ -61,12 +64,16 @@ def done_actions(lake: Lake, plan_id: str) -> set[str]:
 def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run: bool = False,
                requested_by: str | None = None, now: datetime | None = None,
                emit: Callable[[str], None] = print, timeout_s: float = 15.0,
-               lease_wait_s: float = DEFAULT_LEASE_WAIT_S) -> ApplyResult:
+               lease_wait_s: float = DEFAULT_LEASE_WAIT_S, allow_self_approval: bool | None = None) -> ApplyResult:
     """Apply (or with `dry_run`, only show and audit) the plan's approved, not yet done actions,
     after settling the intents an interrupted apply of the plan left without an answer.
 
+    `allow_self_approval` None means "as $OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL says" (default no):
+    then an action approved only by the plan's author is skipped, with the reason in the audit.
+
     Raises:
-        PlanError: the plan is unknown, expired, or has no approved action.
+        PlanError: the plan is unknown, expired, or has no approved action (under four-eyes, none
+            approved by someone other than its author).
         LeaseBusy: another apply on this lake ran for longer than `lease_wait_s`.
         BrokerUnreachable: the cluster did not answer.
     """
@@ -85,13 +92,23 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
                 reconcile_intents(admin, plan, audit, unresolved, emit)
         if plan.expired(now):
             raise PlanError(f"plan {plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M} UTC; build a new plan")
-        approved = approved_actions(lake, plan)
+        four_eyes = not self_approval_permitted(allow_self_approval)
+        any_approval = approved_actions(lake, plan)
+        approved = approved_actions(lake, plan, by_author=not four_eyes)
+        if not approved and any_approval:
+            raise PlanError(f"plan {plan_id} is approved only by its author {plan.created_by}; four-eyes: another "
+                            f"person approves it (where one person may do both, set {ALLOW_SELF_APPROVAL_ENV}=true)")
         if not approved:
             raise PlanError(f"plan {plan_id} has no approved action; approve it first")
         done = done_actions(lake, plan_id)
         todo = [a for a in plan.actions if a.action_id in approved and a.action_id not in done]
+        self_approved = [a for a in plan.actions
+                         if a.action_id in any_approval and a.action_id not in approved and a.action_id not in done]
         emit(f"plan {plan_id}: {len(todo)} approved actions to {'show' if dry_run else 'apply'}"
-             f" ({len(done)} already done, {len(plan.actions) - len(approved)} not approved)")
+             f" ({len(done)} already done, {len(plan.actions) - len(any_approval)} not approved"
+             + (f", {len(self_approved)} approved only by the plan's author" if self_approved else "") + ")")
+        if self_approved:
+            _skip_self_approved(audit, plan.created_by, self_approved, dry_run, emit)
         with open_admin(connection, timeout_s, timeout_s) as admin:
             by_group: dict[str, list[PlannedAction]] = {}
             for action in todo:
@@ -146,6 +163,18 @@ def _record_answers(audit: PlanAudit, answered: list, intents: dict[str, str], e
             emit(f"  {action.describe()}: {message}; the next apply of the plan asks the broker what happened")
         else:
             emit(f"  {action.describe()}: {error or 'Successful'}")
+
+
+def _skip_self_approved(audit: PlanAudit, author: str, actions: list[PlannedAction], dry_run: bool, emit) -> None:
+    """Skip (and, unless a dry run, audit why) actions whose only approval is by the plan's author.
+    A dry run does not audit them: a 'skipped' row counts as applied, and would then keep another
+    person from approving the plan."""
+    reason = (f"approved only by {author}, who wrote the plan; four-eyes needs another person's approval "
+              f"(or {ALLOW_SELF_APPROVAL_ENV}=true)")
+    for action in actions:
+        emit(f"  {action.describe()}: skipped: {reason}")
+    if not dry_run:
+        audit.record(actions, SKIPPED, None, reason)
 
 
 def _skip_if_changed(audit: PlanAudit, action: PlannedAction, live) -> bool:

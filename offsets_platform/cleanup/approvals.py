@@ -1,4 +1,10 @@
-"""Approval of a cleanup plan by a person: who, when, why, for the whole plan or some actions."""
+"""Approval of a cleanup plan by a person: who, when, why, for the whole plan or some actions.
+
+Four-eyes by default: the plan's author (`created_by`) cannot approve it, unless self-approval is
+allowed ($OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL=true, or `allow_self_approval=True` from code).
+Who approves is the caller's business: the command line passes $OFFSETS_PLATFORM_USER or the OS
+user, Dagster the run's identity tag (assets/cleanup.py); neither takes a typed name.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import pyarrow as pa
 from offsets_platform.cleanup.plans import CleanupPlan, PlanError, load_plan
 from offsets_platform.lake import Lake
 from offsets_platform.lake.sql_literals import lake_string
+from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, same_person, self_approval_allowed
 
 APPROVALS = "cleanup_approvals"
 AUDIT = "cleanup_audit"
@@ -27,17 +34,23 @@ class Approval:
 
 
 def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | None = None,
-            comment: str | None = None, now: datetime | None = None) -> Approval:
+            comment: str | None = None, now: datetime | None = None,
+            allow_self_approval: bool | None = None) -> Approval:
     """Record that `approved_by` approves the plan (or only `action_ids` of it).
+
+    `allow_self_approval` None means "as $OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL says" (default no).
 
     Raises:
         PlanError: the plan is unknown, expired or already applied, an action id is not in it,
-            or no approver was named.
+            no approver was named, or the approver wrote the plan and self-approval is not allowed.
     """
     now = now or datetime.now(timezone.utc)
     if not approved_by or not approved_by.strip():
         raise PlanError("an approval needs the approver's name")
     plan = load_plan(lake, plan_id)
+    if same_person(approved_by, plan.created_by) and not self_approval_permitted(allow_self_approval):
+        raise PlanError(f"four-eyes: {approved_by.strip()} wrote plan {plan_id} and cannot approve it as well; "
+                        f"another person approves it (where one person may do both, set {ALLOW_SELF_APPROVAL_ENV}=true)")
     if plan.expired(now):
         raise PlanError(f"plan {plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M} UTC; build a new plan")
     if applied(lake, plan_id):
@@ -52,13 +65,29 @@ def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | 
     return approval
 
 
-def approved_actions(lake: Lake, plan: CleanupPlan) -> dict[str, dict]:
-    """action id -> its first approval (approved_by, approved_at, comment)."""
+def self_approval_permitted(allow_self_approval: bool | None = None) -> bool:
+    """`allow_self_approval`, or when None what $OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL says.
+
+    Raises:
+        PlanError: the variable holds neither true nor false.
+    """
+    if allow_self_approval is not None:
+        return allow_self_approval
+    try:
+        return self_approval_allowed()
+    except ValueError as error:
+        raise PlanError(str(error)) from None
+
+
+def approved_actions(lake: Lake, plan: CleanupPlan, *, by_author: bool = True) -> dict[str, dict]:
+    """action id -> its first approval (approved_by, approved_at, comment). Without `by_author`,
+    approvals by the plan's own author do not count (four-eyes)."""
     rows = lake.query(f"select * from {APPROVALS} where plan_id = {lake_string(plan.plan_id)} order by approved_at",
                       APPROVALS).to_pylist()
     approved: dict[str, dict] = {}
     for row in rows:
-        approved.setdefault(row["action_id"], row)
+        if by_author or not same_person(row["approved_by"], plan.created_by):
+            approved.setdefault(row["action_id"], row)
     return approved
 
 

@@ -197,6 +197,12 @@ def _delete_group(row: dict, idle_hours: int, offsets: dict[str, int]) -> Planne
                              "offsets": offsets})
 
 
+def facts_text(facts: dict) -> str:
+    """key=value, in the order the plan stored them; a partition map as its number of entries."""
+    return ", ".join(f"{key}={len(value)} partitions" if isinstance(value, dict) else f"{key}={value}"
+                     for key, value in facts.items() if value is not None) or "none recorded"
+
+
 def offset_key(topic: str, partition: int) -> str:
     """How a plan's facts name a partition (JSON keys are strings)."""
     return f"{topic}:{partition}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from offsets_platform.cli.alerts import add_alerts_command
 from offsets_platform.cli.direct import add_direct_commands
-from offsets_platform.cli.args import cluster_and_lake, lake_of
+from offsets_platform.cli.args import NotWhoRuns, cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cli.spark_cluster import add_spark_cluster_command
@@ -198,7 +198,8 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.lake.spark import DeltaJarsMissing, SparkConnectError
 
     return (BrokerStartFailed, BrokerUnreachable, DeltaJarsMissing, GroupCallError, IngestError, KafkaNotInstalled,
-            LeaseBusy, LogMismatch, MissingTable, NoLake, OutdatedTable, PlanError, PortInUse, SparkConnectError)
+            LeaseBusy, LogMismatch, MissingTable, NoLake, NotWhoRuns, OutdatedTable, PlanError, PortInUse,
+            SparkConnectError)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,11 @@ from pathlib import Path
 
 from offsets_platform.lake import Lake, NoLake
 from offsets_platform.models.project import lake_for_models
-from offsets_platform.settings import KafkaConnection, Settings, os_user
+from offsets_platform.settings import USER_ENV, KafkaConnection, Settings, acting_user, same_person
+
+
+class NotWhoRuns(ValueError):
+    """--by named someone other than who runs the command."""
 
 
 def lake_of(args: argparse.Namespace, settings: Settings, must_exist: bool = False) -> Lake:
@@ -44,5 +48,18 @@ def cluster_and_lake(args: argparse.Namespace, settings: Settings,
 
 
 def requester(args: argparse.Namespace) -> str:
-    """--by, else the OS user."""
-    return args.by or os_user()
+    """Who runs the command: $OFFSETS_PLATFORM_USER, else the OS user.
+
+    --by is no identity: a typed name would let anyone approve as anyone, and let a plan's author
+    approve their own plan under another name. Scripts written when it was one may still pass it:
+    it is accepted when it names who runs the command, and refused otherwise.
+
+    Raises:
+        NotWhoRuns: --by names someone else.
+    """
+    identity = acting_user()
+    by = getattr(args, "by", None)
+    if by and not same_person(by, identity):
+        raise NotWhoRuns(f"--by {by} is not who runs this command ({identity}); --by no longer names anyone: "
+                         f"drop it, or where a service account or SSO wrapper acts for a person, it sets {USER_ENV}")
+    return identity

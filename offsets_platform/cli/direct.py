@@ -46,7 +46,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-server",
                         help="host:port of the cluster (default: $OFFSETS_PLATFORM_BOOTSTRAP_SERVERS)")
     parser.add_argument("--home", help="folder holding the lake the audit goes to (default: $OFFSETS_PLATFORM_HOME)")
-    parser.add_argument("--by", help="who asks, for the audit (default: the OS user)")
+    parser.add_argument("--by", help="no longer an identity: the audit records $OFFSETS_PLATFORM_USER, else the OS "
+                                     "user; --by is accepted only when it names that same person")
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_MS, metavar="MS",
                         help=f"how long to wait for the cluster, per request (default {DEFAULT_TIMEOUT_MS})")
 

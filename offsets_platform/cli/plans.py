@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
-from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, facts_text
 from offsets_platform.cli.args import cluster_and_lake, lake_of, requester
 from offsets_platform.lake.sql_literals import lake_string
-from offsets_platform.settings import Settings
+from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV, Settings, same_person
 
 
 def add_plan_commands(commands) -> None:
@@ -18,7 +18,7 @@ def add_plan_commands(commands) -> None:
     plan.add_argument("--valid-hours", type=int, default=DEFAULT_VALID_HOURS, help="the plan expires after this")
     plan.add_argument("--clean-early", action="append", default=[], metavar="GROUP",
                       help="also delete every offset of this Empty or standalone group (repeatable)")
-    plan.add_argument("--by", help="who proposes it (default: the OS user)")
+    _by(plan)
     plan.set_defaults(run=_plan)
 
     show = commands.add_parser("show", help="show a plan, its approvals and what was applied")
@@ -28,7 +28,7 @@ def add_plan_commands(commands) -> None:
 
     approve = commands.add_parser("approve", help="approve a plan (or some of its actions)")
     approve.add_argument("plan_id")
-    approve.add_argument("--by", required=True, help="your name, recorded with the approval")
+    _by(approve)
     approve.add_argument("--comment")
     approve.add_argument("--action", action="append", default=[], metavar="ACTION_ID",
                          help="approve only this action (repeatable; default: the whole plan)")
@@ -39,9 +39,14 @@ def add_plan_commands(commands) -> None:
     apply.add_argument("plan_id")
     apply.add_argument("--bootstrap-server", help="host:port of the cluster")
     apply.add_argument("--dry-run", action="store_true", help="show and audit what would be sent, send nothing")
-    apply.add_argument("--by", help="who applies it (default: the OS user)")
+    _by(apply)
     _home(apply)
     apply.set_defaults(run=_apply)
+
+
+def _by(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--by", help=f"no longer an identity: who acts is ${USER_ENV}, else the OS user; --by is "
+                                     "accepted only when it names that same person")
 
 
 def _home(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +65,8 @@ def _plan(args, settings: Settings) -> int:
         return 0
     save_plan(lake, plan)
     _print_plan(plan)
-    print(f"\napprove it with: offsets-platform approve {plan.plan_id} --by YOUR_NAME")
+    print(f"\napprove it with: offsets-platform approve {plan.plan_id}  (run by someone other than "
+          f"{plan.created_by}: four-eyes, unless {ALLOW_SELF_APPROVAL_ENV}=true)")
     return 0
 
 
@@ -70,14 +76,16 @@ def _show(args, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     plan = load_plan(lake, args.plan_id)
-    _print_plan(plan, approved_actions(lake, plan), _audit(lake, plan.plan_id))
+    # another person's approval shown rather than the author's, where there are both (four-eyes counts the former)
+    approved = {**approved_actions(lake, plan), **approved_actions(lake, plan, by_author=False)}
+    _print_plan(plan, approved, _audit(lake, plan.plan_id))
     return 0
 
 
 def _approve(args, settings: Settings) -> int:
     from offsets_platform.cleanup.approvals import approve
 
-    approval = approve(lake_of(args, settings, must_exist=True), args.plan_id, args.by,
+    approval = approve(lake_of(args, settings, must_exist=True), args.plan_id, requester(args),
                        action_ids=args.action or None, comment=args.comment)
     print(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {args.plan_id}")
     return 0
@@ -114,19 +122,16 @@ def _print_plan(plan, approved: dict | None = None, audit: dict | None = None) -
         if approved is not None:
             approval = approved.get(action.action_id)
             status = f"  [approved by {approval['approved_by']}]" if approval else "  [not approved]"
+            if approval and same_person(approval["approved_by"], plan.created_by):
+                status += " [by the plan's author]"
         row = (audit or {}).get(action.action_id)
         if row:
             status += f" [{row['outcome']}{': ' + row['error'] if row['error'] else ''}]"
         print(f"  {action.action_id}  {action.describe():<60} {action.reason}{status}")
         if approved is None:
             continue  # the plan as proposed: its facts are in `show`
-        print(f"      facts: {_facts(action.facts)}")
+        print(f"      facts: {facts_text(action.facts)}")
         if row:
             print(f"      outcome: {row['outcome']} at {row['at']:%Y-%m-%d %H:%M:%S} UTC, by {row['requested_by']}"
                   + (f": {row['detail']}" if row["detail"] else ""))
 
-
-def _facts(facts: dict) -> str:
-    """key=value, in the order the plan stored them; a partition map as its number of entries."""
-    return ", ".join(f"{key}={len(value)} partitions" if isinstance(value, dict) else f"{key}={value}"
-                     for key, value in facts.items() if value is not None) or "none recorded"

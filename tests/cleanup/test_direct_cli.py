@@ -16,6 +16,7 @@ import pytest
 from offsets_platform.cleanup.direct import TopicRequest, parse_topic_argument
 from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.settings import USER_ENV
 from proving_ground.workload.live.clients import committed_offsets
 from tests.cleanup.apply_helpers import listed_groups
 from proving_ground.cli_process import run_cli_processes
@@ -44,8 +45,14 @@ def home(tmp_path):
     return tmp_path / "home"
 
 
+@pytest.fixture(autouse=True)
+def alice(monkeypatch):
+    """The person the commands run for, as a login wrapper names them (a typed --by is no identity)."""
+    monkeypatch.setenv(USER_ENV, "alice")
+
+
 def command(name: str, bootstrap: str, home, *args: str) -> list[str]:
-    return [name, "--bootstrap-server", bootstrap, "--home", str(home), "--by", "alice", *args]
+    return [name, "--bootstrap-server", bootstrap, "--home", str(home), *args]
 
 
 def test_delete_offsets_deletes_prints_kafkas_table_and_audits(bootstrap, admin, home, capsys):
@@ -191,6 +198,7 @@ def test_delete_groups_deletes_empty_groups_and_reports_kafkas_errors(bootstrap,
 def test_delete_groups_success_line_and_os_user_as_requester(bootstrap, home, capsys, monkeypatch):
     standalone_commit(bootstrap, "simple-a", {(ORDERS, 0): 1})
     standalone_commit(bootstrap, "simple-b", {(PAYMENTS, 1): 2})
+    monkeypatch.delenv(USER_ENV)
     monkeypatch.setenv("LOGNAME", "operator-bob")  # getpass.getuser() reads it first
     status, out, _ = run_cli(["delete-groups", "--bootstrap-server", bootstrap, "--home", str(home),
                            "--group", "simple-a", "--group", "simple-b"], capsys)

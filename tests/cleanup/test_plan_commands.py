@@ -7,6 +7,7 @@ import re
 from offsets_platform.cli import main
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.lake import Lake
+from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV
 from tests.cleanup.direct_helpers import ORDERS, empty_group, make_topics, standalone_commit
 
 
@@ -16,7 +17,7 @@ def _run(argv, capsys) -> tuple[int, str]:
     return status, captured.out + captured.err
 
 
-def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection, tmp_path, capsys):
+def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection, tmp_path, capsys, monkeypatch):
     make_topics(broker.bootstrap_servers)
     empty_group(broker.bootstrap_servers, "idle-app", [ORDERS], {(ORDERS, 0): 3})
     standalone_commit(broker.bootstrap_servers, "idle-standalone", {(ORDERS, 1): 2})
@@ -24,15 +25,21 @@ def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection
     home = ["--home", str(tmp_path)]
     assert _run(["models", *home], capsys)[0] == 0
 
-    status, output = _run(["plan", *home, "--idle-hours", "0", "--by", "ops"], capsys)
-    assert status == 0
+    monkeypatch.delenv(ALLOW_SELF_APPROVAL_ENV, raising=False)
+    monkeypatch.setenv(USER_ENV, "ops")  # the plan's author, as a login wrapper names them
+    status, output = _run(["plan", *home, "--idle-hours", "0"], capsys)
+    assert status == 0 and ", by ops, " in output
     plan_id = re.search(r"approve it with: offsets-platform approve (\w+)", output).group(1)
+    assert "run by someone other than ops" in output
     assert "DeleteGroups idle-app" in output and "DeleteGroups idle-standalone" in output
 
     status, output = _run(["apply", plan_id, "--bootstrap-server", broker.bootstrap_servers, *home], capsys)
     assert status == 1 and "no approved action" in output
 
-    status, output = _run(["approve", plan_id, "--by", "alice", "--comment", "idle for good", *home], capsys)
+    status, output = _run(["approve", plan_id, "--comment", "my own plan", *home], capsys)
+    assert status == 1 and "four-eyes: ops wrote plan" in output
+    monkeypatch.setenv(USER_ENV, "alice")
+    status, output = _run(["approve", plan_id, "--comment", "idle for good", *home], capsys)
     assert status == 0 and "alice approved 2 actions" in output
     status, output = _run(["show", plan_id, *home], capsys)
     assert output.count("[approved by alice]") == 2
@@ -49,7 +56,8 @@ def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection
     assert output.count("[deleted]") == 2
     assert output.count("      outcome: deleted at ") == 2
 
-    status, output = _run(["approve", plan_id, "--by", "bob", *home], capsys)
+    monkeypatch.setenv(USER_ENV, "bob")
+    status, output = _run(["approve", plan_id, *home], capsys)
     assert status == 1 and "already been applied" in output
     status, output = _run(["show", "nope", *home], capsys)
     assert status == 1 and "unknown plan 'nope'" in output

@@ -58,8 +58,7 @@ def kafka_tool(bootstrap: str, *args: str) -> tuple[int, list[str]]:
 def project(bootstrap: str, home, capsys, *args: str) -> tuple[int, list[str]]:
     """Run the same command through the project's command line, in this process."""
     capsys.readouterr()
-    status = main([args[0], "--bootstrap-server", bootstrap, "--home", str(home), "--by", "side-by-side",
-                   *args[1:]])
+    status = main([args[0], "--bootstrap-server", bootstrap, "--home", str(home), *args[1:]])
     return status, _side_neutral(capsys.readouterr().out.splitlines(), "project")
 
 

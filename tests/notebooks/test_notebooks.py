@@ -12,6 +12,7 @@ from nbclient import NotebookClient
 
 from offsets_platform.report.figures import (EXPIRATION_TITLE, GROUP_STATES_TITLE, LAG_TITLE,
                                              RETENTION_TITLE)
+from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 CELL_TIMEOUT_S = 300  # a loaded 2-core machine; no cell runs a demo here (the fixture did)
@@ -87,7 +88,9 @@ def test_expiring_offsets(demo_run, monkeypatch):
     assert EXPIRATION_TITLE in figure_titles(notebook)
 
 
-def test_cleanup_plan_review_approves_in_a_name_and_only_dry_runs(demo_run, monkeypatch):
+def test_cleanup_plan_review_approves_as_who_runs_it_and_only_dry_runs(demo_run, monkeypatch):
+    monkeypatch.setenv(USER_ENV, "Jane Operator (demo notebook)")  # the kernel inherits it: who runs the notebook
+    monkeypatch.delenv(ALLOW_SELF_APPROVAL_ENV, raising=False)  # the notebook lifts four-eyes itself
     notebook = run("04_cleanup_plan_review.ipynb", demo_run.home / "demo", monkeypatch)
     printed = stdout(notebook)
     (approved,) = [line for line in printed.splitlines() if line.startswith("Jane Operator (demo notebook) approved")]
@@ -95,9 +98,10 @@ def test_cleanup_plan_review_approves_in_a_name_and_only_dry_runs(demo_run, monk
     lake = demo_run.lake
     approvals = lake.query(f"select approved_by, action_id from cleanup_approvals where plan_id = '{plan_id}'",
                            "cleanup_approvals").to_pylist()
-    plan = lake.query(f"select action_id, \"group\", topic from cleanup_plans where plan_id = '{plan_id}'",
+    plan = lake.query(f"select action_id, \"group\", topic, created_by from cleanup_plans where plan_id = '{plan_id}'",
                       "cleanup_plans").to_pylist()
     assert {r["approved_by"] for r in approvals} == {"Jane Operator (demo notebook)"}
+    assert {r["created_by"] for r in plan} == {"Jane Operator (demo notebook)"}
     assert {r["action_id"] for r in approvals} == {r["action_id"] for r in plan}
     assert f"approved {len(plan)} actions" in approved
     assert ("search-changed-subscription", "search-clicks") in {(r["group"], r["topic"]) for r in plan}

@@ -44,8 +44,10 @@ class Webserver:
     """`dagster-webserver` over the workspace. `dagster_home_from`: a Dagster home whose runs,
     materializations and check results the UI shows (copied, so the test changes nothing there)."""
 
-    def __init__(self, home: Path, startup_timeout: float = 240, dagster_home_from: Path | None = None):
+    def __init__(self, home: Path, startup_timeout: float = 240, instance_yaml: str = DAGSTER_YAML,
+                 dagster_home_from: Path | None = None):
         self.home = home
+        self.instance_yaml = instance_yaml
         self.dagster_home_from = dagster_home_from
         self.port = free_loopback_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -59,7 +61,7 @@ class Webserver:
         if self.dagster_home_from is not None:
             shutil.copytree(self.dagster_home_from, dagster_home)
         dagster_home.mkdir(parents=True, exist_ok=True)
-        (dagster_home / "dagster.yaml").write_text(DAGSTER_YAML)
+        (dagster_home / "dagster.yaml").write_text(self.instance_yaml)
         # The automation settings at their defaults, whatever the calling shell sets.
         env = {name: value for name, value in os.environ.items() if name not in AUTOMATION_SETTINGS}
         env.update(DAGSTER_HOME=str(dagster_home), OFFSETS_PLATFORM_HOME=str(self.home / "platform"),
@@ -104,8 +106,9 @@ class Webserver:
         with urllib.request.urlopen(self.url + path, timeout=10) as response:
             return response.read().decode()
 
-    def graphql(self, query: str) -> dict:
-        request = urllib.request.Request(self.url + "/graphql", data=json.dumps({"query": query}).encode(),
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        body = {"query": query, **({"variables": variables} if variables else {})}
+        request = urllib.request.Request(self.url + "/graphql", data=json.dumps(body).encode(),
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as response:
             answer = json.loads(response.read())
