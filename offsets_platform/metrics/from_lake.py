@@ -81,18 +81,31 @@ def _non_consumed(lake: Lake) -> list[Family]:
 
 
 def _lag(lake: Lake) -> list[Family]:
+    # As everywhere in the project, offsets a group left behind are not lag (no one reads on
+    # there): they get families of their own, so that an alert on lag does not fire for them.
     messages = _family("consumer_lag_messages", "gauge",
-                       "Log end offset minus committed offset, as of the latest snapshot (model consumer_lag, "
-                       "lag_messages).")
+                       "Log end offset minus committed offset, as of the latest snapshot, abandoned offsets left out "
+                       "(model consumer_lag, lag_messages).")
     seconds = _family("consumer_lag_seconds", "gauge",
                       "Age of the oldest message the group has not read that is still in the log; absent when "
                       "unknown (model consumer_lag, lag_ms).")
-    for row in lake.query("""select "group", topic, "partition", lag_messages, lag_ms from consumer_lag
-                             order by "group", topic, "partition" """, "consumer_lag").to_pylist():
+    for row in lake.query(f"""select "group", topic, "partition", lag_messages, lag_ms from consumer_lag l
+                              where {attention.NOT_ABANDONED.format(t="l")}
+                              order by "group", topic, "partition" """, "consumer_lag", "expirable_offsets").to_pylist():
         labels = {"group": row["group"], "topic": row["topic"], "partition": row["partition"]}
         messages.add(row["lag_messages"], **labels)
         seconds.add(None if row["lag_ms"] is None else row["lag_ms"] / 1000, **labels)
-    return [messages, seconds]
+    abandoned = _family("abandoned_offsets", "gauge",
+                        "Partitions of a topic where the group left committed offsets: it has members and none "
+                        "subscribes to the topic any more (model expirable_offsets, is_abandoned).")
+    abandoned_lag = _family("abandoned_lag_messages", "gauge",
+                            "Messages behind the offsets a group left on a topic it no longer reads: not lag "
+                            "(models expirable_offsets and consumer_lag).")
+    for row in attention.abandoned_offsets(lake):
+        labels = {"group": row["group"], "topic": row["topic"]}
+        abandoned.add(row["partitions"], **labels)
+        abandoned_lag.add(row["lag_messages"], **labels)
+    return [messages, seconds, abandoned, abandoned_lag]
 
 
 def _status(lake: Lake) -> list[Family]:

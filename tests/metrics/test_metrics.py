@@ -14,7 +14,7 @@ import pytest
 from offsets_platform.cli import main
 from offsets_platform.metrics import Family, exposition, render
 from offsets_platform.metrics.serve import metrics_server, write_textfile
-from tests.metrics.helpers import AWKWARD, fill, key, samples
+from tests.metrics.helpers import AWKWARD, fill, key, samples, write
 from tests.test_summary import at
 
 pytestmark = pytest.mark.fast  # make test-fast
@@ -191,3 +191,16 @@ def test_the_server_reads_the_lake_on_each_scrape_in_the_format_asked_for(filled
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def test_offsets_a_group_left_behind_are_not_lag_but_abandoned(filled):
+    """`busy` has members and none reads `old` any more: its 2 partitions there are abandoned."""
+    write(filled, "consumer_lag", [{"group": "busy", "topic": "old", "partition": p, "lag_messages": 7, "lag_ms": 9000}
+                                   for p in (0, 1)])
+    write(filled, "expirable_offsets", [{"group": "busy", "topic": "old", "partition": p, "rule": "unsubscribed_topic",
+                                         "is_abandoned": True, "hours_until_expiry": 100.0} for p in (0, 1)])
+    found = samples(exposition(filled))
+    assert not [labels for (name, labels) in found if name.startswith(P + "consumer_lag") and ("topic", "old") in labels]
+    assert found[key(P + "abandoned_offsets", group="busy", topic="old")] == 2
+    assert found[key(P + "abandoned_lag_messages", group="busy", topic="old")] == 14
+    assert found[key(P + "consumer_lag_messages", group="busy", topic="t", partition=0)] == 3  # the rest stays
