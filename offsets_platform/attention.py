@@ -33,10 +33,16 @@ from offsets_platform.lake.sql_literals import lake_timestamp
 DEFAULT_WITHIN_HOURS = 24
 
 
+# A Dead group's last record is a tombstone, which names no protocol: the model's classification
+# of it (standalone, the kind without one) says nothing about what the group was, so a person is
+# shown no kind for it. The expiration rules still read the model's.
+KIND = "case when state = 'Dead' then null else classification end"
+
+
 def groups_by_state(lake: Lake) -> list[dict]:
-    """[{state, classification, groups}] from group_state, most groups first."""
-    return lake.query("""select state, classification, count(*) as groups from group_state
-                         group by state, classification order by groups desc, state, classification""",
+    """[{state, classification, groups}] from group_state, most groups first (Dead: no classification)."""
+    return lake.query(f"""select state, {KIND} as classification, count(*) as groups from group_state
+                          group by state, {KIND} order by groups desc, state, classification""",
                       "group_state").to_pylist()
 
 

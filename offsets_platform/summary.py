@@ -60,7 +60,8 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
         return ["the models have not run yet"]
     offset_deletes, group_deletes = attention.cleanup_rows(lake)
     states = attention.groups_by_state(lake)
-    lines = ["groups by state: " + ", ".join(f"{r['state']} {r['classification']} {r['groups']}" for r in states)]
+    lines = ["groups by state: " + ", ".join(" ".join(str(part) for part in (r["state"], r["classification"], r["groups"])
+                                                          if part is not None) for r in states)]
     lagging = attention.lag_by_group(lake)
     for row in lagging[:SHOWN]:
         lines.append(f"  lag {row['group']}: {row['lag_messages']:,} messages, oldest unconsumed "

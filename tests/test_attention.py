@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from offsets_platform import attention
+from offsets_platform.views.from_lake import list_groups
 from tests.test_summary import at, full_rows
 
 
@@ -46,3 +47,12 @@ def test_offset_delete_candidates_are_summed_per_group_and_topic():
     assert attention.offset_deletes_by_topic(rows) == [
         {"group": "g", "topic": "old", "partitions": 3, "lag_messages": 7, "first_expires_at": at(10)},
         {"group": "h", "topic": "old", "partitions": 1, "lag_messages": None, "first_expires_at": None}]
+
+
+def test_a_dead_group_is_shown_dead_with_no_kind(lake):
+    """A Dead group's tombstone names no protocol: the model calls it standalone, a person sees no kind."""
+    write(lake, "group_state", [{"group": "gone", "state": "Dead", "classification": "standalone"},
+                                {"group": "loner", "state": "Empty", "classification": "standalone"}])
+    assert attention.groups_by_state(lake) == [{"state": "Dead", "classification": None, "groups": 1},
+                                               {"state": "Empty", "classification": "standalone", "groups": 1}]
+    assert [(g["group"], g["kind"]) for g in list_groups(lake)] == [("gone", None), ("loner", "standalone")]

@@ -34,7 +34,7 @@ def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
             select "group", count(distinct topic) as topics, count(*) as partitions
             from committed_offsets group by "group"
         )
-        select g."group" as "group", g.state, g.classification as kind, g.member_count as members,
+        select g."group" as "group", g.state, {attention.KIND} as kind, g.member_count as members,
                coalesce(o.topics, 0) as topics, coalesce(o.partitions, 0) as partitions
         from group_state g
         left join offsets o on o."group" = g."group"
@@ -50,7 +50,7 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
     """The group's state, offsets (with lag and expiry) and members; None when the models do not
     know the group."""
     name = lake_string(group)
-    states = lake.query(f"""select state, classification, protocol_type, protocol from group_state
+    states = lake.query(f"""select state, {attention.KIND} as classification, protocol_type, protocol from group_state
                             where "group" = {name}""", "group_state").to_pylist()
     if not states:
         return None

@@ -68,7 +68,7 @@ def test_groups_by_state(lake):
     assert isinstance(table, MarkdownMetadataValue)
     lines = table.value.splitlines()
     assert lines[0] == "| state | groups | consumer | standalone | KIP-848 consumer | other protocol |"
-    assert lines[2:] == ["| Empty | 5 | 3 | 2 | 0 | 0 |", "| Dead | 1 | 0 | 1 | 0 | 0 |",
+    assert lines[2:] == ["| Empty | 5 | 3 | 2 | 0 | 0 |", "| Dead | 1 | 0 | 0 | 0 | 0 |",
                          "| Stable | 1 | 1 | 0 | 0 | 0 |"]
 
 
