@@ -45,9 +45,10 @@ test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium and prom
 test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes: pure logic, the codec, SQL rules on tiny inputs, definitions load
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -m fast
 
-lint: $(PYTHON_INSTALLED)  ## ruff, and the import contracts in pyproject.toml (the library never imports Dagster or the proving ground)
+lint: $(PYTHON_INSTALLED)  ## ruff, the import contracts in pyproject.toml (the library never imports Dagster or the proving ground), sqlfluff on the models' SQL
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/sqlfluff lint dbt_like_sql
 
 bench: $(INSTALLED) $(BENCH_INSTALLED)  ## the embedded broker's start and memory; decode and ingest speed and memory, side by side (writes benchmarks/results/)
 	$(BIN)/python benchmarks/broker_bench.py

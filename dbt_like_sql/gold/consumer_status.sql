@@ -21,9 +21,10 @@
 --   caught_up             lag now (consumer_lag) is 0: OK, whatever the window says. A quiet
 --                         partition with no new messages is OK, not STOP.
 --   not_subscribed        the group has members whose subscriptions are all known, and none of
---                         them is to this topic (expirable_offsets.is_abandoned): ABANDONED. Nobody is meant to read these
---                         offsets any more (a subscription changed); they are not a stopped
---                         consumer, and they leave the group's status alone.
+--                         them is to this topic (expirable_offsets.is_abandoned): ABANDONED.
+--                         Nobody is meant to read these offsets any more (a subscription
+--                         changed); they are not a stopped consumer, and they leave the
+--                         group's status alone.
 --   too_few_observations  fewer than 2 observations: INCOMPLETE (no span, no direction).
 --   stopped               STOP: the consumer has been silent for longer than the window spans.
 --                         Silent since its last commit, or since the latest snapshot that still
@@ -42,195 +43,326 @@
 with clock as (
     select unix_millis(timestamp {{ var("as_of") | sql_string }}) as now_ms
 ),
+
 judged as (
     -- the partitions with a committed offset now and a known log end: lag now is known
-    select `group`, topic, `partition`, committed_offset, log_end_offset, lag_messages, measured_at
+    select
+        `group`,
+        topic,
+        `partition`,
+        committed_offset,
+        log_end_offset,
+        lag_messages,
+        measured_at
     from {{ ref('consumer_lag') }}
 ),
+
 abandoned as (
     -- offsets a reading group left behind on a topic none of its members subscribes to any more
     -- (the one definition, expirable_offsets.is_abandoned)
-    select `group`, topic, `partition` from {{ ref('expirable_offsets') }} where is_abandoned
+    select
+        `group`,
+        topic,
+        `partition`
+    from {{ ref('expirable_offsets') }}
+    where is_abandoned
 ),
+
 log_commits as (
-    select r.`group`, r.topic, r.`partition`, r.offset as committed_offset,
-           coalesce(unix_millis(r.commit_timestamp), unix_millis(r.source_timestamp)) as at_ms,
-           r.source_offset
+    select
+        r.`group`,
+        r.topic,
+        r.`partition`,
+        r.offset as committed_offset,
+        coalesce(unix_millis(r.commit_timestamp), unix_millis(r.source_timestamp)) as at_ms,
+        r.source_offset
     from {{ source('bronze', 'offset_commit_records') }} as r
     where not r.tombstone
 ),
+
 log_observations as (
-    select `group`, topic, `partition`,
-           max_by(committed_offset, source_offset) as committed_offset,
-           max_by(at_ms, source_offset) as at_ms,
-           max(source_offset) as seq,
-           'log' as source
+    select
+        `group`,
+        topic,
+        `partition`,
+        max_by(committed_offset, source_offset) as committed_offset,
+        max_by(at_ms, source_offset) as at_ms,
+        max(source_offset) as seq,
+        'log' as source
     from log_commits
     where at_ms is not null
-    group by `group`, topic, `partition`,
-             {% if min_distance_ms > 0 %}floor(at_ms / {{ min_distance_ms }}){% else %}source_offset{% endif %}
+    group by
+        `group`, topic, `partition`,
+        {% if min_distance_ms > 0 %}floor(at_ms / {{ min_distance_ms }}){% else %}source_offset{% endif %}
 ),
+
 snapshots as (
-    select snapshot_id, unix_millis(snapshot_at) as at_ms
-    from {{ ref('stg_snapshots__complete_snapshots') }} as s
+    select
+        snapshot_id,
+        unix_millis(snapshot_at) as at_ms
+    from {{ ref('stg_snapshots__complete_snapshots') }}
 ),
+
 snapshot_values as (
-    select o.group_id, o.topic, o.partition_id, o.committed_offset, s.at_ms,
-           lag(o.committed_offset) over (partition by o.group_id, o.topic, o.partition_id
-                                         order by s.at_ms) as previous_value
+    select
+        o.group_id,
+        o.topic,
+        o.partition_id,
+        o.committed_offset,
+        s.at_ms,
+        lag(o.committed_offset) over (
+            partition by o.group_id, o.topic, o.partition_id
+            order by s.at_ms
+        ) as previous_value
     from {{ ref('stg_snapshots__committed_offsets') }} as o
-    inner join snapshots as s on s.snapshot_id = o.snapshot_id
+    inner join snapshots as s on o.snapshot_id = s.snapshot_id
 ),
+
 snapshot_observations as (
-    select v.group_id as `group`, v.topic, v.partition_id as `partition`, v.committed_offset, v.at_ms,
-           cast(0 as bigint) as seq, 'snapshot' as source
+    select
+        v.group_id as `group`,
+        v.topic,
+        v.partition_id as `partition`,
+        v.committed_offset,
+        v.at_ms,
+        cast(0 as bigint) as seq,
+        'snapshot' as source
     from snapshot_values as v
-    left anti join (select distinct `group`, topic, `partition` from log_commits) as l
-      on l.`group` = v.group_id and l.topic = v.topic and l.`partition` = v.partition_id
+    left anti join (select distinct
+        `group`,
+        topic,
+        `partition`
+    from log_commits) as l
+        on v.group_id = l.`group` and v.topic = l.topic and v.partition_id = l.`partition`
     where v.previous_value is null or v.previous_value <> v.committed_offset
 ),
+
 numbered as (
-    select o.*,
-           row_number() over (partition by o.`group`, o.topic, o.`partition`
-                              order by o.at_ms desc, o.seq desc) as from_last
-    from (select * from log_observations union all select * from snapshot_observations) as o
+    select
+        o.*,
+        row_number() over (
+            partition by o.`group`, o.topic, o.`partition`
+            order by o.at_ms desc, o.seq desc
+        ) as from_last
+    from (
+        select * from log_observations
+        union all
+        select * from snapshot_observations
+    ) as o
     left semi join judged as j
-      on j.`group` = o.`group` and j.topic = o.topic and j.`partition` = o.`partition`
+        on o.`group` = j.`group` and o.topic = j.topic and o.`partition` = j.`partition`
     where o.at_ms <= (select now_ms from clock)
 ),
+
 observation_window as (
-    select * from numbered where from_last <= {{ window_size }}
+    select * from numbered
+    where from_last <= {{ window_size }}
 ),
+
 log_ends as (
-    select e.topic, e.partition_id, e.log_end_offset, s.at_ms
+    select
+        e.topic,
+        e.partition_id,
+        e.log_end_offset,
+        s.at_ms
     from {{ ref('stg_snapshots__log_offsets') }} as e
-    inner join snapshots as s on s.snapshot_id = e.snapshot_id
+    inner join snapshots as s on e.snapshot_id = s.snapshot_id
 ),
+
 bracketed as (
     -- the snapshots just before (or at) and just after each observation
-    select w.`group`, w.topic, w.`partition`, w.from_last,
-           max_by(named_struct('at_ms', e.at_ms, 'log_end', e.log_end_offset), e.at_ms)
-               filter (where e.at_ms <= w.at_ms) as before,
-           min_by(named_struct('at_ms', e.at_ms, 'log_end', e.log_end_offset), e.at_ms)
-               filter (where e.at_ms > w.at_ms) as after
+    select
+        w.`group`,
+        w.topic,
+        w.`partition`,
+        w.from_last,
+        max_by(named_struct('at_ms', e.at_ms, 'log_end', e.log_end_offset), e.at_ms)
+        filter (where e.at_ms <= w.at_ms) as before,
+        min_by(named_struct('at_ms', e.at_ms, 'log_end', e.log_end_offset), e.at_ms)
+        filter (where e.at_ms > w.at_ms) as after
     from observation_window as w
-    inner join log_ends as e on e.topic = w.topic and e.partition_id = w.`partition`
+    inner join log_ends as e on w.topic = e.topic and w.`partition` = e.partition_id
     group by w.`group`, w.topic, w.`partition`, w.from_last
 ),
+
 observed as (
-    select w.`group`, w.topic, w.`partition`, w.committed_offset, w.at_ms, w.source,
-           {{ window_size }} + 1 - w.from_last as position_from_end,  -- ascending in time
-           greatest(case when b.before is null then null
-                         when b.after is null then b.before.log_end
-                         else b.before.log_end + cast(floor(
-                                cast(b.after.log_end - b.before.log_end as double)
-                                * (w.at_ms - b.before.at_ms) / (b.after.at_ms - b.before.at_ms)) as bigint)
-                    end - w.committed_offset, 0) as lag_then
+    select
+        w.`group`,
+        w.topic,
+        w.`partition`,
+        w.committed_offset,
+        w.at_ms,
+        w.source,
+        {{ window_size }} + 1 - w.from_last as position_from_end,  -- ascending in time
+        greatest(case
+            when b.before is null then null
+            when b.after is null then b.before.log_end
+            else
+                b.before.log_end + cast(floor(
+                    cast(b.after.log_end - b.before.log_end as double)
+                    * (w.at_ms - b.before.at_ms) / (b.after.at_ms - b.before.at_ms)
+                ) as bigint)
+        end - w.committed_offset, 0) as lag_then
     from observation_window as w
     left join bracketed as b
-      on b.`group` = w.`group` and b.topic = w.topic and b.`partition` = w.`partition`
-     and b.from_last = w.from_last
+        on
+            w.`group` = b.`group` and w.topic = b.topic and w.`partition` = b.`partition`
+            and w.from_last = b.from_last
 ),
+
 stepped as (
-    select o.*,
-           lag(committed_offset) over (partition by `group`, topic, `partition` order by position_from_end)
-               as previous_offset,
-           -- Burrow compares each known lag with the last known one before it
-           last_value(lag_then, true) over (partition by `group`, topic, `partition` order by position_from_end
-                                            rows between unbounded preceding and 1 preceding) as previous_known_lag,
-           max(committed_offset) over (partition by `group`, topic, `partition` order by position_from_end
-                                       rows between current row and unbounded following) as highest_from_here
+    select
+        o.*,
+        lag(committed_offset) over (partition by `group`, topic, `partition` order by position_from_end)
+            as previous_offset,
+        -- Burrow compares each known lag with the last known one before it
+        last_value(lag_then, true) over (
+            partition by `group`, topic, `partition` order by position_from_end
+            rows between unbounded preceding and 1 preceding
+        ) as previous_known_lag,
+        max(committed_offset) over (
+            partition by `group`, topic, `partition` order by position_from_end
+            rows between current row and unbounded following
+        ) as highest_from_here
     from observed as o
 ),
+
 summary as (
-    select `group`, topic, `partition`,
-           cast(count(*) as int) as observations,
-           max(source) as observations_from,
-           min(at_ms) as first_at_ms,
-           max(at_ms) as last_at_ms,
-           min_by(committed_offset, position_from_end) as first_offset,
-           max_by(committed_offset, position_from_end) as last_offset,
-           min_by(lag_then, position_from_end) as first_lag,
-           max_by(lag_then, position_from_end) as last_lag,
-           min(lag_then) as min_lag,
-           count(lag_then) as known_lags,
-           coalesce(bool_or(lag_then < previous_known_lag), false) as lag_decreased,
-           count(distinct committed_offset) as distinct_offsets,
-           -- the first fall of the offset in the window, and whether a later offset got back
-           min_by(named_struct('from_offset', previous_offset, 'to_offset', committed_offset,
-                               'recovered', highest_from_here >= previous_offset), position_from_end)
-               filter (where committed_offset < previous_offset) as rewind
+    select
+        `group`,
+        topic,
+        `partition`,
+        cast(count(*) as int) as observations,
+        max(source) as observations_from,
+        min(at_ms) as first_at_ms,
+        max(at_ms) as last_at_ms,
+        min_by(committed_offset, position_from_end) as first_offset,
+        max_by(committed_offset, position_from_end) as last_offset,
+        min_by(lag_then, position_from_end) as first_lag,
+        max_by(lag_then, position_from_end) as last_lag,
+        min(lag_then) as min_lag,
+        count(lag_then) as known_lags,
+        coalesce(bool_or(lag_then < previous_known_lag), false) as lag_decreased,
+        count(distinct committed_offset) as distinct_offsets,
+        -- the first fall of the offset in the window, and whether a later offset got back
+        min_by(named_struct(
+            'from_offset', previous_offset, 'to_offset', committed_offset,
+            'recovered', highest_from_here >= previous_offset
+        ), position_from_end)
+        filter (where committed_offset < previous_offset) as rewind
     from stepped
     group by `group`, topic, `partition`
 ),
+
 caught_up_after_last as (
     -- the latest snapshot, at or after the last observation, whose log end the last offset had reached
-    select s.`group`, s.topic, s.`partition`, max(e.at_ms) as caught_up_ms
+    select
+        s.`group`,
+        s.topic,
+        s.`partition`,
+        max(e.at_ms) as caught_up_ms
     from summary as s
     inner join log_ends as e
-      on e.topic = s.topic and e.partition_id = s.`partition`
-     and e.at_ms >= s.last_at_ms and e.log_end_offset <= s.last_offset
+        on
+            s.topic = e.topic and s.`partition` = e.partition_id
+            and s.last_at_ms <= e.at_ms and s.last_offset >= e.log_end_offset
     group by s.`group`, s.topic, s.`partition`
 ),
+
 evaluated as (
-    select j.*, s.observations, s.observations_from, s.first_at_ms, s.last_at_ms, s.first_offset,
-           s.last_offset, s.first_lag, s.last_lag, s.min_lag, s.rewind, c.caught_up_ms, n.now_ms,
-           greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms)) as silent_since_ms,
-           case
-             when j.lag_messages = 0 then 'caught_up'
-             when a.`group` is not null then 'not_subscribed'
-             when coalesce(s.observations, 0) < 2 then 'too_few_observations'
-             when n.now_ms - greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms))
-                  > s.last_at_ms - s.first_at_ms then 'stopped'
-             when s.rewind is not null and not s.rewind.recovered then 'rewound'
-             when s.min_lag = 0 then 'lag_zero_in_window'
-             when s.distinct_offsets = 1 then 'offsets_unchanged'
-             when s.known_lags >= 2 and not s.lag_decreased then 'lag_not_decreasing'
-             else 'progressing'
-           end as rule
+    select
+        j.*,
+        s.observations,
+        s.observations_from,
+        s.first_at_ms,
+        s.last_at_ms,
+        s.first_offset,
+        s.last_offset,
+        s.first_lag,
+        s.last_lag,
+        s.min_lag,
+        s.rewind,
+        c.caught_up_ms,
+        n.now_ms,
+        greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms)) as silent_since_ms,
+        case
+            when j.lag_messages = 0 then 'caught_up'
+            when a.`group` is not null then 'not_subscribed'
+            when coalesce(s.observations, 0) < 2 then 'too_few_observations'
+            when
+                n.now_ms - greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms))
+                > s.last_at_ms - s.first_at_ms then 'stopped'
+            when s.rewind is not null and not s.rewind.recovered then 'rewound'
+            when s.min_lag = 0 then 'lag_zero_in_window'
+            when s.distinct_offsets = 1 then 'offsets_unchanged'
+            when s.known_lags >= 2 and not s.lag_decreased then 'lag_not_decreasing'
+            else 'progressing'
+        end as rule
     from judged as j
     cross join clock as n
-    left join summary as s on s.`group` = j.`group` and s.topic = j.topic and s.`partition` = j.`partition`
+    left join summary as s on j.`group` = s.`group` and j.topic = s.topic and j.`partition` = s.`partition`
     left join caught_up_after_last as c
-      on c.`group` = j.`group` and c.topic = j.topic and c.`partition` = j.`partition`
-    left join abandoned as a on a.`group` = j.`group` and a.topic = j.topic and a.`partition` = j.`partition`
+        on j.`group` = c.`group` and j.topic = c.topic and j.`partition` = c.`partition`
+    left join abandoned as a on j.`group` = a.`group` and j.topic = a.topic and j.`partition` = a.`partition`
 ),
+
 statused as (
-    select e.*,
-           case rule when 'not_subscribed' then 'ABANDONED'
-                     when 'too_few_observations' then 'INCOMPLETE' when 'stopped' then 'STOP'
-                     when 'rewound' then 'REWIND' when 'offsets_unchanged' then 'STALL'
-                     when 'lag_not_decreasing' then 'WARN' else 'OK' end as status
+    select
+        e.*,
+        case rule
+            when 'not_subscribed' then 'ABANDONED'
+            when 'too_few_observations' then 'INCOMPLETE' when 'stopped' then 'STOP'
+            when 'rewound' then 'REWIND' when 'offsets_unchanged' then 'STALL'
+            when 'lag_not_decreasing' then 'WARN' else 'OK'
+        end as status
     from evaluated as e
 ),
+
 ranked as (
-    select s.*,
-           -- -1 ABANDONED (does not count), 0 INCOMPLETE, 1 OK, 2 WARN, 3 ERR (STOP, STALL, REWIND)
-           max(case status when 'ABANDONED' then -1 when 'INCOMPLETE' then 0 when 'OK' then 1
-                           when 'WARN' then 2 else 3 end)
-               over (partition by `group`) as group_severity,
-           cast(count(*) over (partition by `group`) as int) as group_partitions,
-           cast(count_if(status = 'INCOMPLETE') over (partition by `group`) as int) as group_partitions_incomplete
+    select
+        s.*,
+        -- -1 ABANDONED (does not count), 0 INCOMPLETE, 1 OK, 2 WARN, 3 ERR (STOP, STALL, REWIND)
+        max(case status
+            when 'ABANDONED' then -1 when 'INCOMPLETE' then 0 when 'OK' then 1
+            when 'WARN' then 2 else 3
+        end)
+            over (partition by `group`) as group_severity,
+        cast(count(*) over (partition by `group`) as int) as group_partitions,
+        cast(count_if(status = 'INCOMPLETE') over (partition by `group`) as int) as group_partitions_incomplete
     from statused as s
 )
-select `group`, topic, `partition`, status, rule,
-       -- a group whose every partition is ABANDONED reads nothing it is behind on: OK
-       case group_severity when 0 then 'INCOMPLETE' when -1 then 'OK' when 1 then 'OK' when 2 then 'WARN'
-                           else 'ERR' end
-           as group_status,
-       group_partitions, group_partitions_incomplete,
-       coalesce(observations, 0) as observations,
-       observations_from,
-       timestamp_millis(first_at_ms) as window_start_at,
-       timestamp_millis(last_at_ms) as window_end_at,
-       (last_at_ms - first_at_ms) / 1e3 as window_seconds,
-       first_offset, last_offset, first_lag, last_lag, min_lag,
-       rewind.from_offset as rewound_from_offset,
-       rewind.to_offset as rewound_to_offset,
-       committed_offset, log_end_offset, lag_messages as current_lag,
-       (now_ms - last_at_ms) / 1e3 as seconds_since_last_commit,
-       timestamp_millis(caught_up_ms) as caught_up_at,
-       (now_ms - silent_since_ms) / 1e3 as silent_seconds,
-       measured_at,
-       timestamp_millis(now_ms) as evaluated_at
+
+select
+    `group`,
+    topic,
+    `partition`,
+    status,
+    rule,
+    -- a group whose every partition is ABANDONED reads nothing it is behind on: OK
+    case group_severity
+        when 0 then 'INCOMPLETE' when -1 then 'OK' when 1 then 'OK' when 2 then 'WARN'
+        else 'ERR' end
+        as group_status,
+    group_partitions,
+    group_partitions_incomplete,
+    coalesce(observations, 0) as observations,
+    observations_from,
+    timestamp_millis(first_at_ms) as window_start_at,
+    timestamp_millis(last_at_ms) as window_end_at,
+    (last_at_ms - first_at_ms) / 1e3 as window_seconds,
+    first_offset,
+    last_offset,
+    first_lag,
+    last_lag,
+    min_lag,
+    rewind.from_offset as rewound_from_offset,
+    rewind.to_offset as rewound_to_offset,
+    committed_offset,
+    log_end_offset,
+    lag_messages as current_lag,
+    (now_ms - last_at_ms) / 1e3 as seconds_since_last_commit,
+    timestamp_millis(caught_up_ms) as caught_up_at,
+    (now_ms - silent_since_ms) / 1e3 as silent_seconds,
+    measured_at,
+    timestamp_millis(now_ms) as evaluated_at
 from ranked

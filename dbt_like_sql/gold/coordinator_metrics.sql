@@ -3,7 +3,8 @@
 -- offset deletions (tombstones, by the time they were written) and completed rebalances of
 -- classic groups: Kafka records one when a SyncGroup completes a generation
 -- (GroupMetadataManager, CompletedRebalances sensor), which writes a group record with members in
--- a new generation; a static member rejoining writes one in the same generation and is not one. Kafka writes expirations and deletions alike as tombstones, so each
+-- a new generation; a static member rejoining writes one in the same generation and is not one.
+-- Kafka writes expirations and deletions alike as tombstones, so each
 -- tombstone that removed an offset is classified by the rules: an expiration when the offset was
 -- a candidate for expiration (offset_removals.base_time, from the group's state in the log at
 -- that moment) and had expired by the tombstone's time with the retention in force; otherwise a
@@ -15,62 +16,100 @@
 with removals as (
     select * from {{ ref('offset_removals') }}
 ),
+
 project_deletions as (
-    select `group`, topic, `partition`, action, at
+    select
+        `group`,
+        topic,
+        `partition`,
+        action,
+        at
     from {{ source('cleanup', 'cleanup_audit') }}
     where outcome = 'deleted'
 ),
+
 tombstones_by_project as (
     -- a DeleteGroups (topic null) removes every offset of the group
-    select distinct t.source_partition, t.source_offset
-    from removals t
-    join project_deletions d
-      on d.`group` = t.`group` and (d.topic is null or (d.topic = t.topic and d.`partition` = t.`partition`))
-     and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
+    select distinct
+        t.source_partition,
+        t.source_offset
+    from removals as t
+    inner join project_deletions as d
+        on
+            t.`group` = d.`group` and (d.topic is null or (t.topic = d.topic and t.`partition` = d.`partition`))
+            and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
 ),
+
 retention as (
     select minutes from {{ ref('offsets_retention') }}
 ),
+
 events as (
-    select minute_start as at, 'commit' as event, offset_commits as n
+    select
+        minute_start as at,
+        'commit' as event,
+        offset_commits as n
     from {{ ref('offset_commit_counts') }}
     union all
-    select r.removed_at,
-           case when p.source_offset is not null then 'deletion'
-                -- isOffsetExpired at the tombstone's time, in Kafka's milliseconds and Java's
-                -- long arithmetic (try_subtract is null where it overflows: not expired)
-                when r.base_time_ms is not null and (
-                  (r.expire_timestamp_ms is not null and unix_millis(r.removed_at) >= r.expire_timestamp_ms)
-                  or (r.expire_timestamp_ms is null
-                      and try_subtract(unix_millis(r.removed_at), r.base_time_ms)
-                          >= (select minutes from retention) * 60000))
-                then 'expiration' else 'deletion' end,
-           1
-    from removals r
-    left join tombstones_by_project p on p.source_partition = r.source_partition and p.source_offset = r.source_offset
+    select
+        r.removed_at,
+        case
+            when p.source_offset is not null then 'deletion'
+            -- isOffsetExpired at the tombstone's time, in Kafka's milliseconds and Java's
+            -- long arithmetic (try_subtract is null where it overflows: not expired)
+            when
+                r.base_time_ms is not null and (
+                    (r.expire_timestamp_ms is not null and unix_millis(r.removed_at) >= r.expire_timestamp_ms)
+                    or (
+                        r.expire_timestamp_ms is null
+                        and try_subtract(unix_millis(r.removed_at), r.base_time_ms)
+                        >= (select minutes from retention) * 60000
+                    )
+                )
+                then 'expiration'
+            else 'deletion'
+        end,
+        1
+    from removals as r
+    left join
+        tombstones_by_project as p
+        on r.source_partition = p.source_partition and r.source_offset = p.source_offset
     where r.removed_an_offset
     union all
-    select d.at, 'deletion', 1
-    from project_deletions d
-    left anti join removals t
-      on t.`group` = d.`group` and t.topic = d.topic and t.`partition` = d.`partition`
-     and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
+    select
+        d.at,
+        'deletion',
+        1
+    from project_deletions as d
+    left anti join removals as t
+        on
+            d.`group` = t.`group` and d.topic = t.topic and d.`partition` = t.`partition`
+            and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
     where d.action = 'OffsetDelete'
     union all
-    select source_timestamp, 'rebalance', 1
+    select
+        source_timestamp,
+        'rebalance',
+        1
     from (
-        select source_timestamp, tombstone, member_count, generation,
-               lag(generation) over (partition by `group` order by source_offset) as previous_generation
+        select
+            source_timestamp,
+            tombstone,
+            member_count,
+            generation,
+            lag(generation) over (partition by `group` order by source_offset) as previous_generation
         from {{ source('bronze', 'group_metadata_records') }}
     )
     where not tombstone and member_count > 0 and (previous_generation is null or generation > previous_generation)
 )
-select timestamp_seconds(floor(unix_seconds(at) / {{ bucket_seconds }}) * {{ bucket_seconds }}) as bucket_start,
-       {{ var('metrics_bucket_minutes') }} as bucket_minutes,
-       sum(if(event = 'commit', n, 0)) as offset_commits,
-       sum(if(event = 'expiration', n, 0)) as offset_expirations,
-       sum(if(event = 'deletion', n, 0)) as offset_deletions,
-       sum(if(event = 'rebalance', n, 0)) as group_completed_rebalances
+
+select
+    timestamp_seconds(floor(unix_seconds(at) / {{ bucket_seconds }}) * {{ bucket_seconds }}) as bucket_start,
+    {{ var('metrics_bucket_minutes') }} as bucket_minutes,
+    sum(if(event = 'commit', n, 0)) as offset_commits,
+    sum(if(event = 'expiration', n, 0)) as offset_expirations,
+    sum(if(event = 'deletion', n, 0)) as offset_deletions,
+    sum(if(event = 'rebalance', n, 0)) as group_completed_rebalances
 from events
 where at is not null
 group by 1

@@ -14,115 +14,171 @@
 with offsets as (
     select * from {{ ref('committed_offsets') }}
 ),
+
 groups as (
     select * from {{ ref('group_state') }}
 ),
+
 subscribed as (
-    select `group`, topic from {{ ref('group_subscriptions') }}
+    select
+        `group`,
+        topic
+    from {{ ref('group_subscriptions') }}
 ),
+
 unknown_subscriptions as (
     -- consumer-protocol members whose subscription could not be read: Kafka then expires nothing
     select distinct `group` from {{ ref('group_members') }}
     where not subscription_decoded and subscribed_topic_regex is null
 ),
+
 pending as (
-    select distinct `group`, topic, `partition` from {{ source('bronze', 'pending_offset_commits') }}
+    select distinct
+        `group`,
+        topic,
+        `partition`
+    from {{ source('bronze', 'pending_offset_commits') }}
 ),
+
 retention as (
     select minutes from {{ ref('offsets_retention') }}
 ),
+
 facts as (
-    select o.*, coalesce(g.state, 'Empty') as group_state,
-           coalesce(g.classification, 'standalone') as classification,
-           g.protocol_type, g.member_count, g.current_state_timestamp, g.current_state_timestamp_ms, g.state_since,
-           g.state_source,
-           s.topic is not null as topic_subscribed,
-           u.`group` is not null as subscriptions_unknown,
-           p.`group` is not null as pending_transaction,
-           (select minutes from retention) as retention_minutes,
-           (select minutes from retention) * 60000 as retention_ms,
-           unix_millis(timestamp {{ var("as_of") | sql_string }}) as as_of_ms
-    from offsets o
-    left join groups g on g.`group` = o.`group`
-    left join subscribed s on s.`group` = o.`group` and s.topic = o.topic
-    left join unknown_subscriptions u on u.`group` = o.`group`
-    left join pending p on p.`group` = o.`group` and p.topic = o.topic and p.`partition` = o.`partition`
+    select
+        o.*,
+        coalesce(g.state, 'Empty') as group_state,
+        coalesce(g.classification, 'standalone') as classification,
+        g.protocol_type,
+        g.member_count,
+        g.current_state_timestamp,
+        g.current_state_timestamp_ms,
+        g.state_since,
+        g.state_source,
+        s.topic is not null as topic_subscribed,
+        u.`group` is not null as subscriptions_unknown,
+        p.`group` is not null as pending_transaction,
+        (select minutes from retention) as retention_minutes,
+        (select minutes from retention) * 60000 as retention_ms,
+        unix_millis(timestamp {{ var("as_of") | sql_string }}) as as_of_ms
+    from offsets as o
+    left join groups as g on o.`group` = g.`group`
+    left join subscribed as s on o.`group` = s.`group` and o.topic = s.topic
+    left join unknown_subscriptions as u on o.`group` = u.`group`
+    left join pending as p on o.`group` = p.`group` and o.topic = p.topic and o.`partition` = p.`partition`
 ),
+
 by_group as (
-    select *,
-           case
-             when pending_transaction then null
-             when classification = 'kip848_consumer' then
-               case when topic_subscribed then null else 'kip848_unsubscribed_topic' end
-             when classification = 'streams' then
-               case when topic_subscribed then null else 'streams_unsubscribed_topic' end
-             when classification = 'share' then null
-             when group_state = 'Dead' or classification = 'standalone' then 'standalone'
-             when group_state = 'Empty' then 'empty_group'
-             when group_state = 'Stable' and classification = 'consumer' and not subscriptions_unknown
-                  and not topic_subscribed then 'unsubscribed_topic'
-           end as group_rule,
-           case
-             when pending_transaction then 'pending transactional commit'
-             when classification in ('kip848_consumer', 'streams') and topic_subscribed
-               then 'topic subscribed by a member'
-             when classification = 'share' then 'share groups keep no committed offsets'
-             when group_state in ('PreparingRebalance', 'CompletingRebalance') then 'group is rebalancing'
-             when group_state = 'Stable' and classification = 'other_protocol'
-               then concat('Stable group with protocol type ', protocol_type)
-             when group_state = 'Stable' and subscriptions_unknown then 'subscriptions unknown'
-             when group_state = 'Stable' and topic_subscribed then 'topic subscribed by a member'
-           end as not_eligible_reason
+    select
+        *,
+        case
+            when pending_transaction then null
+            when classification = 'kip848_consumer'
+                then
+                    case when topic_subscribed then null else 'kip848_unsubscribed_topic' end
+            when classification = 'streams'
+                then
+                    case when topic_subscribed then null else 'streams_unsubscribed_topic' end
+            when classification = 'share' then null
+            when group_state = 'Dead' or classification = 'standalone' then 'standalone'
+            when group_state = 'Empty' then 'empty_group'
+            when
+                group_state = 'Stable' and classification = 'consumer' and not subscriptions_unknown
+                and not topic_subscribed then 'unsubscribed_topic'
+        end as group_rule,
+        case
+            when pending_transaction then 'pending transactional commit'
+            when classification in ('kip848_consumer', 'streams') and topic_subscribed
+                then 'topic subscribed by a member'
+            when classification = 'share' then 'share groups keep no committed offsets'
+            when group_state in ('PreparingRebalance', 'CompletingRebalance') then 'group is rebalancing'
+            when group_state = 'Stable' and classification = 'other_protocol'
+                then concat('Stable group with protocol type ', protocol_type)
+            when group_state = 'Stable' and subscriptions_unknown then 'subscriptions unknown'
+            when group_state = 'Stable' and topic_subscribed then 'topic subscribed by a member'
+        end as not_eligible_reason
     from facts
 ),
+
 timed as (
-    select *,
-           -- A legacy expire timestamp replaces base + retention: Kafka uses no base time then (and
-           -- the client's retention may be negative, putting that timestamp before the commit).
-           -- An Empty group's base is when it became Empty; snapshots only bound that time.
-           case when expire_timestamp_ms is not null then null
-                when group_rule = 'empty_group'
-                then coalesce(current_state_timestamp_ms,
-                              case when state_source = 'snapshot' then unix_millis(state_since) end,
-                              commit_time_estimate_ms)
-                when group_rule is not null then commit_time_estimate_ms end as base_time_ms
+    select
+        *,
+        -- A legacy expire timestamp replaces base + retention: Kafka uses no base time then (and
+        -- the client's retention may be negative, putting that timestamp before the commit).
+        -- An Empty group's base is when it became Empty; snapshots only bound that time.
+        case
+            when expire_timestamp_ms is not null then null
+            when group_rule = 'empty_group'
+                then coalesce(
+                    current_state_timestamp_ms,
+                    case when state_source = 'snapshot' then unix_millis(state_since) end,
+                    commit_time_estimate_ms
+                )
+            when group_rule is not null then commit_time_estimate_ms
+        end as base_time_ms
     from by_group
 ),
+
 ruled as (
-    select *,
-           case when group_rule is null then 'not_eligible'
-                when expire_timestamp_ms is not null then 'legacy_expire_timestamp'
-                else group_rule end as rule,
-           -- isOffsetExpired: now >= expireTimestampMs, else now - base >= offsetsRetentionMs in
-           -- Java longs, where a base so far in the past that now - base overflows is never expired
-           -- (try_subtract is null exactly where Java's subtraction overflows)
-           case when group_rule is null then false
-                when expire_timestamp_ms is not null then as_of_ms >= expire_timestamp_ms
-                else coalesce(try_subtract(as_of_ms, base_time_ms) >= retention_ms, false) end as expired,
-           -- the instant Kafka's check starts to hold; null when it never will
-           case when group_rule is null then null
-                when expire_timestamp_ms is not null then expire_timestamp_ms
-                when try_subtract(as_of_ms, base_time_ms) is null then null
-                else try_add(base_time_ms, retention_ms) end as expires_at_ms
+    select
+        *,
+        case
+            when group_rule is null then 'not_eligible'
+            when expire_timestamp_ms is not null then 'legacy_expire_timestamp'
+            else group_rule
+        end as rule,
+        -- isOffsetExpired: now >= expireTimestampMs, else now - base >= offsetsRetentionMs in
+        -- Java longs, where a base so far in the past that now - base overflows is never expired
+        -- (try_subtract is null exactly where Java's subtraction overflows)
+        case
+            when group_rule is null then false
+            when expire_timestamp_ms is not null then as_of_ms >= expire_timestamp_ms
+            else coalesce(try_subtract(as_of_ms, base_time_ms) >= retention_ms, false)
+        end as expired,
+        -- the instant Kafka's check starts to hold; null when it never will
+        case
+            when group_rule is null then null
+            when expire_timestamp_ms is not null then expire_timestamp_ms
+            when try_subtract(as_of_ms, base_time_ms) is null then null
+            else try_add(base_time_ms, retention_ms)
+        end as expires_at_ms
     from timed
 )
-select `group`, topic, `partition`, committed_offset, commit_timestamp, commit_time_estimate,
-       commit_time_source, group_state, classification, rule,
-       coalesce(not_eligible_reason, case when rule = 'not_eligible' then 'no rule applies' end)
-           as not_eligible_reason,
-       {{ lake_timestamp('base_time_ms') }} as base_time,
-       -- exact when the times come from the log; from snapshots they are upper bounds
-       (rule <> 'not_eligible' and (commit_time_source = 'snapshot'
-            or (group_rule = 'empty_group' and current_state_timestamp_ms is null and state_source = 'snapshot')))
-           as base_time_estimated,
-       retention_minutes, {{ lake_timestamp('expires_at_ms') }} as expires_at,
-       expired as expired_now,
-       -- Abandoned: the group reads on, but none of its members subscribes to the topic any more
-       -- (known subscriptions). Its offset there is left behind, not a backlog: Kafka expires it
-       -- by the unsubscribed-topic rule, and the lag and losses on it are no one's.
-       coalesce(group_rule in ('unsubscribed_topic', 'kip848_unsubscribed_topic', 'streams_unsubscribed_topic'),
-                false) and coalesce(member_count, 0) > 0 as is_abandoned,
-       round((cast(expires_at_ms as double) - as_of_ms) / 3600e3, 3) as hours_until_expiry,
-       timestamp {{ var("as_of") | sql_string }} as evaluated_at,
-       commit_time_estimate_ms, base_time_ms, expires_at_ms
+
+select
+    `group`,
+    topic,
+    `partition`,
+    committed_offset,
+    commit_timestamp,
+    commit_time_estimate,
+    commit_time_source,
+    group_state,
+    classification,
+    rule,
+    coalesce(not_eligible_reason, case when rule = 'not_eligible' then 'no rule applies' end)
+        as not_eligible_reason,
+    {{ lake_timestamp('base_time_ms') }} as base_time,
+    -- exact when the times come from the log; from snapshots they are upper bounds
+    (rule <> 'not_eligible' and (
+        commit_time_source = 'snapshot'
+        or (group_rule = 'empty_group' and current_state_timestamp_ms is null and state_source = 'snapshot')
+    ))
+        as base_time_estimated,
+    retention_minutes,
+    {{ lake_timestamp('expires_at_ms') }} as expires_at,
+    expired as expired_now,
+    -- Abandoned: the group reads on, but none of its members subscribes to the topic any more
+    -- (known subscriptions). Its offset there is left behind, not a backlog: Kafka expires it
+    -- by the unsubscribed-topic rule, and the lag and losses on it are no one's.
+    coalesce(
+        group_rule in ('unsubscribed_topic', 'kip848_unsubscribed_topic', 'streams_unsubscribed_topic'),
+        false
+    ) and coalesce(member_count, 0
+    ) > 0 as is_abandoned,
+    round((cast(expires_at_ms as double) - as_of_ms) / 3600e3, 3) as hours_until_expiry,
+    timestamp {{ var("as_of") | sql_string }} as evaluated_at,
+    commit_time_estimate_ms,
+    base_time_ms,
+    expires_at_ms
 from ruled

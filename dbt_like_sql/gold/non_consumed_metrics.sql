@@ -2,12 +2,14 @@
 -- watched group consumed them (summed over the watched groups), from unconsumed_messages: at most
 -- (Kafka's own count would use the offset in force at the moment of deletion) and at least.
 {% set bucket_seconds = var('metrics_bucket_minutes') * 60 %}
-select timestamp_seconds(floor(unix_seconds(observed_at) / {{ bucket_seconds }}) * {{ bucket_seconds }})
-           as bucket_start,
-       {{ var('metrics_bucket_minutes') }} as bucket_minutes,
-       topic, `partition`,
-       sum(lost_count) as non_consumed_total,
-       sum(lost_count_at_least) as non_consumed_at_least,
-       cast(count(distinct `group`) as int) as groups_affected
+select
+    timestamp_seconds(floor(unix_seconds(observed_at) / {{ bucket_seconds }}) * {{ bucket_seconds }})
+        as bucket_start,
+    {{ var('metrics_bucket_minutes') }} as bucket_minutes,
+    topic,
+    `partition`,
+    sum(lost_count) as non_consumed_total,
+    sum(lost_count_at_least) as non_consumed_at_least,
+    cast(count(distinct `group`) as int) as groups_affected
 from {{ ref('unconsumed_messages') }}
 group by 1, 2, 3, 4

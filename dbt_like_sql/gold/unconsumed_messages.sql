@@ -20,106 +20,194 @@
 -- offset on that partition during the interval.
 {% set watched = var('watched_groups', {}) %}
 with snapshots as (
-    select snapshot_id, snapshot_at from {{ ref('stg_snapshots__complete_snapshots') }} as s
+    select
+        snapshot_id,
+        snapshot_at
+    from {{ ref('stg_snapshots__complete_snapshots') }}
 ),
+
 moves as (
     select * from (
-        select o.topic, o.`partition`, o.snapshot_id, s.snapshot_at, o.log_start_offset,
-               lag(o.log_start_offset) over w as previous_log_start_offset,
-               lag(o.snapshot_id) over w as previous_snapshot_id,
-               lag(s.snapshot_at) over w as previous_snapshot_at
-        from {{ source('bronze', 'log_offset_snapshots') }} o join snapshots s on o.snapshot_id = s.snapshot_id
+        select
+            o.topic,
+            o.`partition`,
+            o.snapshot_id,
+            s.snapshot_at,
+            o.log_start_offset,
+            lag(o.log_start_offset) over w as previous_log_start_offset,
+            lag(o.snapshot_id) over w as previous_snapshot_id,
+            lag(s.snapshot_at) over w as previous_snapshot_at
+        from {{ source('bronze', 'log_offset_snapshots') }} as o
+        inner join snapshots as s on o.snapshot_id = s.snapshot_id
         window w as (partition by o.topic, o.`partition` order by s.snapshot_at)
     )
     where log_start_offset > previous_log_start_offset
 ),
+
 configs as (
-    select c.snapshot_id, c.topic, c.retention_ms, c.retention_bytes, c.cleanup_policy
-    from {{ source('bronze', 'topic_configs') }} c
+    select
+        c.snapshot_id,
+        c.topic,
+        c.retention_ms,
+        c.retention_bytes,
+        c.cleanup_policy
+    from {{ source('bronze', 'topic_configs') }} as c
 ),
+
 window_bounds as (
     -- the span of every move's interval, as constants the log's scan can skip files with
-    select min(previous_snapshot_at) as earliest, max(snapshot_at) as latest from moves
+    select
+        min(previous_snapshot_at) as earliest,
+        max(snapshot_at) as latest
+    from moves
 ),
+
 held as (
     -- every offset a group held on a moved partition during the move's interval; a tombstone in
     -- the log holds none (null)
-    select m.topic, m.`partition`, m.snapshot_id, o.`group`, o.committed_offset,
-           o.snapshot_id = m.previous_snapshot_id as at_start, o.snapshot_id = m.snapshot_id as at_end
-    from moves m
-    join {{ source('bronze', 'committed_offset_snapshots') }} o
-      on o.topic = m.topic and o.`partition` = m.`partition`
-     and o.snapshot_id in (m.previous_snapshot_id, m.snapshot_id)
+    select
+        m.topic,
+        m.`partition`,
+        m.snapshot_id,
+        o.`group`,
+        o.committed_offset,
+        o.snapshot_id = m.previous_snapshot_id as at_start,
+        o.snapshot_id = m.snapshot_id as at_end
+    from moves as m
+    inner join {{ source('bronze', 'committed_offset_snapshots') }} as o
+        on
+            m.topic = o.topic and m.`partition` = o.`partition`
+            and o.snapshot_id in (m.previous_snapshot_id, m.snapshot_id)
     union all
-    select /*+ BROADCAST(m) */ m.topic, m.`partition`, m.snapshot_id, r.`group`,
-           case when not r.tombstone then r.offset end, false, false
-    from moves m
-    join {{ source('bronze', 'offset_commit_records') }} r
-      on r.topic = m.topic and r.`partition` = m.`partition`
-     and r.source_timestamp > m.previous_snapshot_at and r.source_timestamp <= m.snapshot_at
-    where r.source_timestamp > (select earliest from window_bounds)
-      and r.source_timestamp <= (select latest from window_bounds)
+    select /*+ broadcast(m) */
+        m.topic,
+        m.`partition`,
+        m.snapshot_id,
+        r.`group`,
+        case when not r.tombstone then r.offset end,
+        false,
+        false
+    from moves as m
+    inner join {{ source('bronze', 'offset_commit_records') }} as r
+        on
+            m.topic = r.topic and m.`partition` = r.`partition`
+            and m.previous_snapshot_at < r.source_timestamp and m.snapshot_at >= r.source_timestamp
+    where
+        r.source_timestamp > (select earliest from window_bounds)
+        and r.source_timestamp <= (select latest from window_bounds)
 ),
+
 held_per_group as (
-    select topic, `partition`, snapshot_id, `group`,
-           min(committed_offset) as lowest_offset,
-           max(committed_offset) as highest_offset,
-           max(case when at_start then committed_offset end) as committed_offset_at_start,
-           max(case when at_end then committed_offset end) as committed_offset,
-           cast(count_if(not at_start and not at_end) as int) as log_records_between,
-           -- held an offset from one snapshot to the other without a gap
-           bool_or(at_start) and bool_or(at_end) and not bool_or(committed_offset is null) as held_throughout
+    select
+        topic,
+        `partition`,
+        snapshot_id,
+        `group`,
+        min(committed_offset) as lowest_offset,
+        max(committed_offset) as highest_offset,
+        max(case when at_start then committed_offset end) as committed_offset_at_start,
+        max(case when at_end then committed_offset end) as committed_offset,
+        cast(count_if(not at_start and not at_end) as int) as log_records_between,
+        -- held an offset from one snapshot to the other without a gap
+        bool_or(at_start) and bool_or(at_end) and not bool_or(committed_offset is null) as held_throughout
     from held
     group by topic, `partition`, snapshot_id, `group`
 ),
+
 configured_watch as (
-    select * from values
-    {%- for topic, groups in watched.items() %}{% for group in groups %}
+    select *
+    from
+        values
+        {%- for topic, groups in watched.items() %}{% for group in groups %}
         ({{ topic | sql_string }}, {{ group | sql_string }}),
     {%- endfor %}{% endfor %}
-        ('', '') as t(topic, `group`)
+        ('', '') as t (topic, `group`)
 ),
+
 configured_watchers as (
-    select m.topic, m.`partition`, m.snapshot_id, w.`group`
-    from moves m join configured_watch w on w.topic = m.topic
+    select
+        m.topic,
+        m.`partition`,
+        m.snapshot_id,
+        w.`group`
+    from moves as m inner join configured_watch as w on m.topic = w.topic
 ),
+
 watchers as (
     -- per move, the groups listed for the topic, or else the groups that held an offset on the
     -- partition. One join, so that Spark reads the log once: it repeats a CTE's scan for every
     -- reference.
-    select coalesce(g.topic, c.topic) as topic, coalesce(g.`partition`, c.`partition`) as `partition`,
-           coalesce(g.snapshot_id, c.snapshot_id) as snapshot_id, coalesce(g.`group`, c.`group`) as `group`,
-           case when c.`group` is not null then 'configured' else 'default' end as watched_by,
-           g.lowest_offset, g.highest_offset, g.committed_offset_at_start, g.committed_offset,
-           coalesce(g.log_records_between, 0) as log_records_between, coalesce(g.held_throughout, false) as held_throughout
-    from held_per_group g
-    full outer join configured_watchers c
-      on c.topic = g.topic and c.`partition` = g.`partition` and c.snapshot_id = g.snapshot_id
-     and c.`group` = g.`group`
-    where c.`group` is not null
-       or (g.highest_offset is not null and g.topic not in (select topic from configured_watch))
+    select
+        coalesce(g.topic, c.topic) as topic,
+        coalesce(g.`partition`, c.`partition`) as `partition`,
+        coalesce(g.snapshot_id, c.snapshot_id) as snapshot_id,
+        coalesce(g.`group`, c.`group`) as `group`,
+        case when c.`group` is not null then 'configured' else 'default' end as watched_by,
+        g.lowest_offset,
+        g.highest_offset,
+        g.committed_offset_at_start,
+        g.committed_offset,
+        coalesce(g.log_records_between, 0) as log_records_between,
+        coalesce(g.held_throughout, false) as held_throughout
+    from held_per_group as g
+    full outer join configured_watchers as c
+        on
+            g.topic = c.topic and g.`partition` = c.`partition` and g.snapshot_id = c.snapshot_id
+            and g.`group` = c.`group`
+    where
+        c.`group` is not null
+        or (g.highest_offset is not null and g.topic not in (select topic from configured_watch))
 ),
+
 facts as (
-    select m.topic, m.`partition`, w.`group`, w.watched_by, m.snapshot_at as observed_at,
-           m.previous_snapshot_at, m.previous_log_start_offset, m.log_start_offset,
-           w.committed_offset_at_start, w.committed_offset, w.log_records_between,
-           greatest(m.previous_log_start_offset,
-                    case when w.watched_by = 'default' or w.held_throughout then w.lowest_offset
-                         else m.previous_log_start_offset end) as lost_from_offset,
-           greatest(m.previous_log_start_offset, coalesce(w.highest_offset, m.previous_log_start_offset))
-               as certainly_lost_from_offset,
-           c.retention_ms, c.retention_bytes, c.cleanup_policy
-    from moves m
-    join watchers w on w.topic = m.topic and w.`partition` = m.`partition` and w.snapshot_id = m.snapshot_id
-    join configs c on c.snapshot_id = m.snapshot_id and c.topic = m.topic
+    select
+        m.topic,
+        m.`partition`,
+        w.`group`,
+        w.watched_by,
+        m.snapshot_at as observed_at,
+        m.previous_snapshot_at,
+        m.previous_log_start_offset,
+        m.log_start_offset,
+        w.committed_offset_at_start,
+        w.committed_offset,
+        w.log_records_between,
+        greatest(
+            m.previous_log_start_offset,
+            case
+                when w.watched_by = 'default' or w.held_throughout then w.lowest_offset
+                else m.previous_log_start_offset
+            end
+        ) as lost_from_offset,
+        greatest(m.previous_log_start_offset, coalesce(w.highest_offset, m.previous_log_start_offset))
+            as certainly_lost_from_offset,
+        c.retention_ms,
+        c.retention_bytes,
+        c.cleanup_policy
+    from moves as m
+    inner join watchers as w on m.topic = w.topic and m.`partition` = w.`partition` and m.snapshot_id = w.snapshot_id
+    inner join configs as c on m.snapshot_id = c.snapshot_id and m.topic = c.topic
     where array_contains(split(c.cleanup_policy, ','), 'delete')
 )
-select topic, `partition`, `group`, watched_by, observed_at, previous_snapshot_at,
-       previous_log_start_offset, log_start_offset, committed_offset_at_start, committed_offset,
-       log_records_between,
-       lost_from_offset, log_start_offset as lost_to_offset,
-       log_start_offset - lost_from_offset as lost_count,
-       greatest(log_start_offset - certainly_lost_from_offset, 0) as lost_count_at_least,
-       retention_ms, retention_bytes, cleanup_policy
+
+select
+    topic,
+    `partition`,
+    `group`,
+    watched_by,
+    observed_at,
+    previous_snapshot_at,
+    previous_log_start_offset,
+    log_start_offset,
+    committed_offset_at_start,
+    committed_offset,
+    log_records_between,
+    lost_from_offset,
+    log_start_offset as lost_to_offset,
+    log_start_offset - lost_from_offset as lost_count,
+    greatest(log_start_offset - certainly_lost_from_offset, 0) as lost_count_at_least,
+    retention_ms,
+    retention_bytes,
+    cleanup_policy
 from facts
 where log_start_offset > lost_from_offset

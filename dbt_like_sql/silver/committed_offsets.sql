@@ -6,66 +6,96 @@
 with log_offsets as (
     select * from {{ ref('log_offset_state') }}
 ),
+
 snap as (
     select * from {{ ref('snapshot_offsets') }}
 ),
+
 latest_snapshot as (
     select max(snapshot_at) as snapshot_at from snap
 ),
+
 snapshot_groups as (
     -- groups the latest snapshot described and fetched offsets of without an error
     select distinct g.`group`
-    from {{ source('bronze', 'group_snapshots') }} g
-    join {{ ref('stg_snapshots__complete_snapshots') }} as l on g.snapshot_id = l.snapshot_id and l.is_latest
+    from {{ source('bronze', 'group_snapshots') }} as g
+    inner join {{ ref('stg_snapshots__complete_snapshots') }} as l on g.snapshot_id = l.snapshot_id and l.is_latest
 ),
+
 joined as (
-    select coalesce(l.`group`, s.`group`) as `group`,
-           coalesce(l.topic, s.topic) as topic,
-           coalesce(l.`partition`, s.`partition`) as `partition`,
-           l.removed, l.committed_offset as log_offset, l.leader_epoch as log_leader_epoch,
-           l.metadata as log_metadata, l.commit_timestamp, l.expire_timestamp,
-           l.commit_timestamp_ms, l.expire_timestamp_ms, l.record_timestamp,
-           s.committed_offset as snapshot_offset, s.leader_epoch as snapshot_leader_epoch,
-           s.metadata as snapshot_metadata, s.first_seen_at, s.committed_after,
-           (select snapshot_at from latest_snapshot) as snapshot_at,
-           g.`group` is not null as snapshot_covers_group
-    from log_offsets l
-    full outer join snap s
-      on l.`group` = s.`group` and l.topic = s.topic and l.`partition` = s.`partition`
-    left join snapshot_groups g on g.`group` = coalesce(l.`group`, s.`group`)
+    select
+        coalesce(l.`group`, s.`group`) as `group`,
+        coalesce(l.topic, s.topic) as topic,
+        coalesce(l.`partition`, s.`partition`) as `partition`,
+        l.removed,
+        l.committed_offset as log_offset,
+        l.leader_epoch as log_leader_epoch,
+        l.metadata as log_metadata,
+        l.commit_timestamp,
+        l.expire_timestamp,
+        l.commit_timestamp_ms,
+        l.expire_timestamp_ms,
+        l.record_timestamp,
+        s.committed_offset as snapshot_offset,
+        s.leader_epoch as snapshot_leader_epoch,
+        s.metadata as snapshot_metadata,
+        s.first_seen_at,
+        s.committed_after,
+        (select snapshot_at from latest_snapshot) as snapshot_at,
+        g.`group` is not null as snapshot_covers_group
+    from log_offsets as l
+    full outer join snap as s
+        on l.`group` = s.`group` and l.topic = s.topic and l.`partition` = s.`partition`
+    left join snapshot_groups as g on g.`group` = coalesce(l.`group`, s.`group`)
 ),
+
 decided as (
-    select *,
-           case
-             when log_offset is not null and snapshot_offset is not null then
-               case when log_offset = snapshot_offset or record_timestamp >= snapshot_at
-                    then 'log' else 'snapshot' end
-             when snapshot_offset is not null then
-               case when removed and record_timestamp >= snapshot_at then 'removed' else 'snapshot' end
-             when removed then 'removed'
-             when snapshot_covers_group and record_timestamp < snapshot_at then 'removed'
-             else 'log'
-           end as taken_from
+    select
+        *,
+        case
+            when log_offset is not null and snapshot_offset is not null
+                then
+                    case
+                        when log_offset = snapshot_offset or record_timestamp >= snapshot_at
+                            then 'log'
+                        else 'snapshot'
+                    end
+            when snapshot_offset is not null
+                then
+                    case when removed and record_timestamp >= snapshot_at then 'removed' else 'snapshot' end
+            when removed then 'removed'
+            when snapshot_covers_group and record_timestamp < snapshot_at then 'removed'
+            else 'log'
+        end as taken_from
     from joined
 )
-select `group`, topic, `partition`,
-       case when taken_from = 'log' then log_offset else snapshot_offset end as committed_offset,
-       case when taken_from = 'log' then log_leader_epoch else snapshot_leader_epoch end as leader_epoch,
-       case when taken_from = 'log' then log_metadata else snapshot_metadata end as metadata,
-       case when times_from_log then commit_timestamp end as commit_timestamp,
-       case when times_from_log then expire_timestamp end as expire_timestamp,
-       -- not a coalesce: a log commit time outside the timestamps' range is still the commit time
-       case when times_from_log then commit_timestamp else first_seen_at end as commit_time_estimate,
-       case when times_from_log then 'log' else 'snapshot' end as commit_time_source,
-       case when log_offset is not null and snapshot_offset is not null then 'both'
-            when taken_from = 'log' then 'log' else 'snapshot' end as seen_in,
-       snapshot_at,
-       case when times_from_log then commit_timestamp_ms end as commit_timestamp_ms,
-       case when times_from_log then expire_timestamp_ms end as expire_timestamp_ms,
-       case when times_from_log then commit_timestamp_ms else unix_millis(first_seen_at) end
-           as commit_time_estimate_ms
+
+select
+    `group`,
+    topic,
+    `partition`,
+    case when taken_from = 'log' then log_offset else snapshot_offset end as committed_offset,
+    case when taken_from = 'log' then log_leader_epoch else snapshot_leader_epoch end as leader_epoch,
+    case when taken_from = 'log' then log_metadata else snapshot_metadata end as metadata,
+    case when times_from_log then commit_timestamp end as commit_timestamp,
+    case when times_from_log then expire_timestamp end as expire_timestamp,
+    -- not a coalesce: a log commit time outside the timestamps' range is still the commit time
+    case when times_from_log then commit_timestamp else first_seen_at end as commit_time_estimate,
+    case when times_from_log then 'log' else 'snapshot' end as commit_time_source,
+    case
+        when log_offset is not null and snapshot_offset is not null then 'both'
+        when taken_from = 'log' then 'log' else 'snapshot'
+    end as seen_in,
+    snapshot_at,
+    case when times_from_log then commit_timestamp_ms end as commit_timestamp_ms,
+    case when times_from_log then expire_timestamp_ms end as expire_timestamp_ms,
+    case when times_from_log then commit_timestamp_ms else unix_millis(first_seen_at) end
+        as commit_time_estimate_ms
 from (
     -- the log's commit time also holds when the snapshot shows the same offset
-    select *, (taken_from = 'log' or log_offset = snapshot_offset) is true as times_from_log from decided
-)
+    select
+        *,
+        (taken_from = 'log' or log_offset = snapshot_offset) is true as times_from_log
+    from decided
+) as with_times
 where taken_from <> 'removed'

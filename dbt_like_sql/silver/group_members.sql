@@ -5,38 +5,68 @@
 with groups as (
     select * from {{ ref('group_state') }}
 ),
+
 classic as (
-    select m.`group`, m.member_id, m.group_instance_id, m.client_id, m.client_host,
-           m.subscribed_topics, cast(null as string) as subscribed_topic_regex,
-           m.subscription_version is not null as subscription_decoded, 'log' as source
-    from groups g
-    join {{ source('bronze', 'group_metadata_members') }} m
-      on m.source_partition = g.log_source_partition and m.source_offset = g.log_source_offset
+    select
+        m.`group`,
+        m.member_id,
+        m.group_instance_id,
+        m.client_id,
+        m.client_host,
+        m.subscribed_topics,
+        cast(null as string) as subscribed_topic_regex,
+        m.subscription_version is not null as subscription_decoded,
+        'log' as source
+    from groups as g
+    inner join {{ source('bronze', 'group_metadata_members') }} as m
+        on g.log_source_partition = m.source_partition and g.log_source_offset = m.source_offset
     where g.state_source = 'log' and g.log_kind = 'classic'
 ),
+
 kip848_latest as (
-    select `group`, member_id, max_by(struct(*), source_offset) as r
+    select
+        `group`,
+        member_id,
+        max_by(struct(*), source_offset) as r
     from {{ source('bronze', 'consumer_group_records') }}
     where record_type = 'consumer_group_member_metadata'
     group by `group`, member_id
 ),
+
 kip848 as (
-    select k.`group`, k.member_id, cast(null as string) as group_instance_id, k.r.client_id, k.r.client_host,
-           k.r.subscribed_topic_names as subscribed_topics, k.r.subscribed_topic_regex,
-           true as subscription_decoded, 'log' as source
-    from kip848_latest k
-    join groups g on g.`group` = k.`group`
+    select
+        k.`group`,
+        k.member_id,
+        cast(null as string) as group_instance_id,
+        k.r.client_id,
+        k.r.client_host,
+        k.r.subscribed_topic_names as subscribed_topics,
+        k.r.subscribed_topic_regex,
+        true as subscription_decoded,
+        'log' as source
+    from kip848_latest as k
+    inner join groups as g on k.`group` = g.`group`
     where not k.r.tombstone and g.state_source = 'log' and g.log_kind = 'kip848'
 ),
+
 snapshot as (
-    select m.`group`, m.member_id, m.group_instance_id, m.client_id, m.client_host,
-           m.subscribed_topics, m.subscribed_topic_regex,
-           m.subscribed_topics is not null or m.subscribed_topic_regex is not null as subscription_decoded,
-           'snapshot' as source
-    from groups g
-    join {{ source('bronze', 'group_member_snapshots') }} m on m.snapshot_id = g.snapshot_id and m.`group` = g.`group`
+    select
+        m.`group`,
+        m.member_id,
+        m.group_instance_id,
+        m.client_id,
+        m.client_host,
+        m.subscribed_topics,
+        m.subscribed_topic_regex,
+        m.subscribed_topics is not null or m.subscribed_topic_regex is not null as subscription_decoded,
+        'snapshot' as source
+    from groups as g
+    inner join
+        {{ source('bronze', 'group_member_snapshots') }} as m
+        on g.snapshot_id = m.snapshot_id and g.`group` = m.`group`
     where g.state_source = 'snapshot'
 )
+
 select * from classic
 union all
 select * from kip848

@@ -7,82 +7,147 @@
 with history as (
     select * from {{ ref('group_state_history') }}
 ),
+
 latest_log as (
-    select `group`, max_by(struct(*), source_offset) as r
-    from history where source = 'log'
+    select
+        `group`,
+        max_by(struct(*), source_offset) as r
+    from history
+    where source = 'log'
     group by `group`
 ),
+
 latest_snapshot as (
-    select snapshot_id, snapshot_at from {{ ref('stg_snapshots__complete_snapshots') }} as s where s.is_latest
+    select
+        snapshot_id,
+        snapshot_at
+    from {{ ref('stg_snapshots__complete_snapshots') }} as s
+    where s.is_latest
 ),
+
 snapshot_now as (
-    select g.`group`, g.group_type, g.state, g.protocol_type, g.protocol, g.member_count, g.snapshot_at,
-           g.snapshot_id
-    from {{ source('bronze', 'group_snapshots') }} g
-    join latest_snapshot l on g.snapshot_id = l.snapshot_id
+    select
+        g.`group`,
+        g.group_type,
+        g.state,
+        g.protocol_type,
+        g.protocol,
+        g.member_count,
+        g.snapshot_at,
+        g.snapshot_id
+    from {{ source('bronze', 'group_snapshots') }} as g
+    inner join latest_snapshot as l on g.snapshot_id = l.snapshot_id
 ),
+
 snapshot_since as (
     -- when the snapshots first saw the current state (the latest change row)
-    select `group`, max(observed_at) as since from history where source = 'snapshot' group by `group`
+    select
+        `group`,
+        max(observed_at) as since
+    from history
+    where source = 'snapshot'
+    group by `group`
 ),
+
 standalone as (
     -- a standalone group has been Empty since its last commit
-    select `group`, max(commit_time_estimate) as last_commit from {{ ref('committed_offsets') }} group by `group`
+    select
+        `group`,
+        max(commit_time_estimate) as last_commit
+    from {{ ref('committed_offsets') }}
+    group by `group`
 ),
+
 combined as (
-    select coalesce(l.`group`, s.`group`, o.`group`) as `group`,
-           case when s.`group` is not null and (l.`group` is null or s.snapshot_at > l.r.observed_at)
+    select
+        coalesce(l.`group`, s.`group`, o.`group`) as `group`,
+        case
+            when s.`group` is not null and (l.`group` is null or s.snapshot_at > l.r.observed_at)
                 then 'snapshot'
-                when l.`group` is not null then 'log'
-                else 'offsets' end as state_source,
-           l.r as log, s.group_type as snapshot_group_type, s.state as snapshot_state,
-           s.protocol_type as snapshot_protocol_type,
-           s.protocol as snapshot_protocol, s.member_count as snapshot_member_count,
-           s.snapshot_at, s.snapshot_id, ss.since as snapshot_since,
-           o.last_commit,
-           s.state = l.r.state and l.r.observed_at <= coalesce(ss.since, s.snapshot_at) as log_state_holds
-    from latest_log l
-    full outer join snapshot_now s on s.`group` = l.`group`
-    full outer join standalone o on o.`group` = coalesce(l.`group`, s.`group`)
-    left join snapshot_since ss on ss.`group` = coalesce(l.`group`, s.`group`, o.`group`)
+            when l.`group` is not null then 'log'
+            else 'offsets'
+        end as state_source,
+        l.r as log,
+        s.group_type as snapshot_group_type,
+        s.state as snapshot_state,
+        s.protocol_type as snapshot_protocol_type,
+        s.protocol as snapshot_protocol,
+        s.member_count as snapshot_member_count,
+        s.snapshot_at,
+        s.snapshot_id,
+        ss.since as snapshot_since,
+        o.last_commit,
+        s.state = l.r.state and l.r.observed_at <= coalesce(ss.since, s.snapshot_at) as log_state_holds
+    from latest_log as l
+    full outer join snapshot_now as s on l.`group` = s.`group`
+    full outer join standalone as o on o.`group` = coalesce(l.`group`, s.`group`)
+    left join snapshot_since as ss on ss.`group` = coalesce(l.`group`, s.`group`, o.`group`)
 ),
+
 resolved as (
-    select `group`, state_source,
-           -- ListGroups' group type when a snapshot is the newer source, else the latest record's
-           case when state_source = 'snapshot' and snapshot_group_type is not null
+    select
+        `group`,
+        state_source,
+        -- ListGroups' group type when a snapshot is the newer source, else the latest record's
+        case
+            when state_source = 'snapshot' and snapshot_group_type is not null
                 then case snapshot_group_type when 'consumer' then 'kip848' else snapshot_group_type end
-                else coalesce(log.kind, 'classic') end as kind,
-           case state_source when 'snapshot' then snapshot_state when 'log' then log.state else 'Empty' end as state,
-           case state_source when 'snapshot' then snapshot_protocol_type when 'log' then log.protocol_type
-                else '' end as protocol_type,
-           case state_source when 'snapshot' then snapshot_protocol else log.protocol end as protocol,
-           log.generation as generation,
-           log.leader as leader,
-           case state_source when 'snapshot' then snapshot_member_count when 'log' then log.member_count
-                else 0 end as member_count,
-           -- The log's record of a transition is exact; a snapshot only bounds when it happened.
-           -- So when a newer snapshot reports the state the latest log record wrote, and the
-           -- snapshots first saw it after that record, the log's times stand.
-           case when state_source = 'log' or log_state_holds then log.current_state_timestamp
-                end as current_state_timestamp,
-           case when state_source = 'log' or log_state_holds then log.current_state_timestamp_ms
-                end as current_state_timestamp_ms,
-           case when state_source = 'log' or log_state_holds then coalesce(log.current_state_timestamp, log.observed_at)
-                when state_source = 'snapshot' then coalesce(snapshot_since, snapshot_at)
-                else last_commit end as state_since,
-           case state_source when 'snapshot' then snapshot_at when 'log' then log.observed_at end as observed_at,
-           log.kind as log_kind, log.source_partition as log_source_partition,
-           log.source_offset as log_source_offset,
-           snapshot_id
+            else coalesce(log.kind, 'classic')
+        end as kind,
+        case state_source when 'snapshot' then snapshot_state when 'log' then log.state else 'Empty' end as state,
+        case state_source
+            when 'snapshot' then snapshot_protocol_type when 'log' then log.protocol_type
+            else ''
+        end as protocol_type,
+        case state_source when 'snapshot' then snapshot_protocol else log.protocol end as protocol,
+        log.generation,
+        log.leader,
+        case state_source
+            when 'snapshot' then snapshot_member_count when 'log' then log.member_count
+            else 0
+        end as member_count,
+        -- The log's record of a transition is exact; a snapshot only bounds when it happened.
+        -- So when a newer snapshot reports the state the latest log record wrote, and the
+        -- snapshots first saw it after that record, the log's times stand.
+        case when state_source = 'log' or log_state_holds then log.current_state_timestamp
+        end as current_state_timestamp,
+        case when state_source = 'log' or log_state_holds then log.current_state_timestamp_ms
+        end as current_state_timestamp_ms,
+        case
+            when state_source = 'log' or log_state_holds then coalesce(log.current_state_timestamp, log.observed_at)
+            when state_source = 'snapshot' then coalesce(snapshot_since, snapshot_at)
+            else last_commit
+        end as state_since,
+        case state_source when 'snapshot' then snapshot_at when 'log' then log.observed_at end as observed_at,
+        log.kind as log_kind,
+        log.source_partition as log_source_partition,
+        log.source_offset as log_source_offset,
+        snapshot_id
     from combined
 )
-select `group`, state,
-       case when kind = 'kip848' then 'kip848_consumer'
-            when kind in ('share', 'streams') then kind
-            when protocol_type = 'consumer' then 'consumer'
-            when protocol_type is null or protocol_type = '' then 'standalone'
-            else 'other_protocol' end as classification,
-       protocol_type, protocol, generation, leader, member_count, current_state_timestamp,
-       state_since, state_source, observed_at, log_kind, log_source_partition, log_source_offset,
-       snapshot_id, current_state_timestamp_ms
+
+select
+    `group`,
+    state,
+    case
+        when kind = 'kip848' then 'kip848_consumer'
+        when kind in ('share', 'streams') then kind
+        when protocol_type = 'consumer' then 'consumer'
+        when protocol_type is null or protocol_type = '' then 'standalone'
+        else 'other_protocol'
+    end as classification,
+    protocol_type,
+    protocol,
+    generation,
+    leader,
+    member_count,
+    current_state_timestamp,
+    state_since,
+    state_source,
+    observed_at,
+    log_kind,
+    log_source_partition,
+    log_source_offset,
+    snapshot_id,
+    current_state_timestamp_ms
 from resolved

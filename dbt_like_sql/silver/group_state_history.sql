@@ -12,80 +12,165 @@
 -- the classic and the KIP-848 protocol by writing the other kind's records (and tombstones for the
 -- old ones), so the latest record tells the group's kind now.
 with classic as (
-    select `group`, source_timestamp as observed_at,
-           case when tombstone then 'Dead' when member_count = 0 then 'Empty' else 'Stable' end as state,
-           protocol_type, protocol, generation, leader, member_count, current_state_timestamp,
-           'log' as source, 'classic' as kind, source_partition, source_offset,
-           cast(null as string) as snapshot_id,
-           -- as Kafka stored it, also where the timestamp cannot hold it (null there)
-           coalesce(unix_millis(current_state_timestamp), current_state_timestamp_out_of_range_ms)
-               as current_state_timestamp_ms
+    select
+        `group`,
+        source_timestamp as observed_at,
+        case when tombstone then 'Dead' when member_count = 0 then 'Empty' else 'Stable' end as state,
+        protocol_type,
+        protocol,
+        generation,
+        leader,
+        member_count,
+        current_state_timestamp,
+        'log' as source,
+        'classic' as kind,
+        source_partition,
+        source_offset,
+        cast(null as string) as snapshot_id,
+        -- as Kafka stored it, also where the timestamp cannot hold it (null there)
+        coalesce(unix_millis(current_state_timestamp), current_state_timestamp_out_of_range_ms)
+            as current_state_timestamp_ms
     from {{ source('bronze', 'group_metadata_records') }}
 ),
+
 modern_member_records as (
-    select `group`, member_id, tombstone, source_timestamp, source_partition, source_offset,
-           case record_type when 'consumer_group_member_metadata' then 'kip848'
-                            when 'share_group_member_metadata' then 'share' else 'streams' end as kind,
-           lag(tombstone) over (partition by `group`, record_type, member_id order by source_offset)
-               as previous_tombstone
+    select
+        `group`,
+        member_id,
+        tombstone,
+        source_timestamp,
+        source_partition,
+        source_offset,
+        case record_type
+            when 'consumer_group_member_metadata' then 'kip848'
+            when 'share_group_member_metadata' then 'share' else 'streams'
+        end as kind,
+        lag(tombstone) over (partition by `group`, record_type, member_id order by source_offset)
+            as previous_tombstone
     from {{ source('bronze', 'consumer_group_records') }}
-    where record_type in ('consumer_group_member_metadata', 'share_group_member_metadata',
-                          'streams_group_member_metadata')
+    where record_type in (
+        'consumer_group_member_metadata', 'share_group_member_metadata',
+        'streams_group_member_metadata'
+    )
 ),
+
 modern_member_changes as (
     -- +1 when a member appears, -1 when its record is tombstoned; updates of a member are 0
-    select *, case when not tombstone and coalesce(previous_tombstone, true) then 1
-                   when tombstone and previous_tombstone = false then -1
-                   else 0 end as change
+    select
+        *,
+        case
+            when not tombstone and coalesce(previous_tombstone, true) then 1
+            when tombstone and previous_tombstone = false then -1
+            else 0
+        end as change
     from modern_member_records
 ),
+
 modern_members as (
-    select `group`, kind, source_timestamp as observed_at,
-           cast(sum(change) over (partition by `group`, kind order by source_offset
-                                  rows between unbounded preceding and current row) as int) as member_count,
-           source_partition, source_offset
+    select
+        `group`,
+        kind,
+        source_timestamp as observed_at,
+        cast(sum(change) over (
+            partition by `group`, kind order by source_offset
+            rows between unbounded preceding and current row
+        ) as int) as member_count,
+        source_partition,
+        source_offset
     from modern_member_changes
     where change <> 0
 ),
+
 modern_deleted as (
-    select `group`, source_timestamp as observed_at, source_partition, source_offset,
-           case record_type when 'consumer_group_metadata' then 'kip848'
-                            when 'share_group_metadata' then 'share' else 'streams' end as kind
+    select
+        `group`,
+        source_timestamp as observed_at,
+        source_partition,
+        source_offset,
+        case record_type
+            when 'consumer_group_metadata' then 'kip848'
+            when 'share_group_metadata' then 'share' else 'streams'
+        end as kind
     from {{ source('bronze', 'consumer_group_records') }}
-    where record_type in ('consumer_group_metadata', 'share_group_metadata', 'streams_group_metadata')
-      and tombstone
+    where
+        record_type in ('consumer_group_metadata', 'share_group_metadata', 'streams_group_metadata')
+        and tombstone
 ),
+
 modern as (
     -- protocol types as ListGroups reports them (ConsumerGroup, ShareGroup, StreamsGroup.protocolType)
-    select `group`, observed_at, case when member_count = 0 then 'Empty' else 'Stable' end as state,
-           case kind when 'kip848' then 'consumer' else kind end as protocol_type,
-           cast(null as string) as protocol, cast(null as int) as generation,
-           cast(null as string) as leader, member_count,
-           cast(null as timestamp) as current_state_timestamp,
-           'log' as source, kind, source_partition, source_offset,
-           cast(null as string) as snapshot_id, cast(null as bigint) as current_state_timestamp_ms
+    select
+        `group`,
+        observed_at,
+        case when member_count = 0 then 'Empty' else 'Stable' end as state,
+        case kind when 'kip848' then 'consumer' else kind end as protocol_type,
+        cast(null as string) as protocol,
+        cast(null as int) as generation,
+        cast(null as string) as leader,
+        member_count,
+        cast(null as timestamp) as current_state_timestamp,
+        'log' as source,
+        kind,
+        source_partition,
+        source_offset,
+        cast(null as string) as snapshot_id,
+        cast(null as bigint) as current_state_timestamp_ms
     from modern_members
     union all
-    select `group`, observed_at, 'Dead', case kind when 'kip848' then 'consumer' else kind end, null, null, null,
-           0, null, 'log', kind, source_partition, source_offset, null, null
+    select
+        `group`,
+        observed_at,
+        'Dead',
+        case kind when 'kip848' then 'consumer' else kind end,
+        null,
+        null,
+        null,
+        0,
+        null,
+        'log',
+        kind,
+        source_partition,
+        source_offset,
+        null,
+        null
     from modern_deleted
 ),
+
 snapshot_observations as (
-    select g.`group`, g.snapshot_at as observed_at, g.state, g.protocol_type, g.protocol,
-           g.member_count, g.snapshot_id,
-           lag(g.state) over (partition by g.`group` order by g.snapshot_at) as previous_state
-    from {{ source('bronze', 'group_snapshots') }} g
-    join {{ ref('stg_snapshots__complete_snapshots') }} as b on b.snapshot_id = g.snapshot_id
+    select
+        g.`group`,
+        g.snapshot_at as observed_at,
+        g.state,
+        g.protocol_type,
+        g.protocol,
+        g.member_count,
+        g.snapshot_id,
+        lag(g.state) over (partition by g.`group` order by g.snapshot_at) as previous_state
+    from {{ source('bronze', 'group_snapshots') }} as g
+    inner join {{ ref('stg_snapshots__complete_snapshots') }} as b on g.snapshot_id = b.snapshot_id
 ),
+
 snapshots as (
-    select `group`, observed_at, state, protocol_type, protocol, cast(null as int) as generation,
-           cast(null as string) as leader, member_count,
-           cast(null as timestamp) as current_state_timestamp,
-           'snapshot' as source, 'snapshot' as kind, cast(null as int) as source_partition,
-           cast(null as bigint) as source_offset, snapshot_id, cast(null as bigint) as current_state_timestamp_ms
+    select
+        `group`,
+        observed_at,
+        state,
+        protocol_type,
+        protocol,
+        cast(null as int) as generation,
+        cast(null as string) as leader,
+        member_count,
+        cast(null as timestamp) as current_state_timestamp,
+        'snapshot' as source,
+        'snapshot' as kind,
+        cast(null as int) as source_partition,
+        cast(null as bigint) as source_offset,
+        snapshot_id,
+        cast(null as bigint) as current_state_timestamp_ms
     from snapshot_observations
     where previous_state is null or previous_state <> state
 )
+
 select * from classic
 union all
 select * from modern

@@ -10,49 +10,84 @@
 with members as (
     select * from {{ ref('group_members') }}
 ),
+
 groups as (
     select * from {{ ref('group_state') }}
 ),
+
 by_name as (
-    select `group`, member_id as subscriber, explode(subscribed_topics) as topic
+    select
+        `group`,
+        member_id as subscriber,
+        explode(subscribed_topics) as topic
     from members
     where subscribed_topics is not null
 ),
+
 regex_latest as (
-    select `group`, regular_expression, max_by(struct(tombstone, resolved_topics), source_offset) as r
+    select
+        `group`,
+        regular_expression,
+        max_by(struct(tombstone, resolved_topics), source_offset) as r
     from {{ source('bronze', 'consumer_group_records') }}
     where record_type = 'consumer_group_regular_expression'
     group by `group`, regular_expression
 ),
+
 by_regex as (
     -- each member using the expression subscribes; the expression itself counts as one subscriber
     -- when its members are not known (a snapshot that did not describe them)
-    select x.`group`, coalesce(m.member_id, concat('regex ', x.regular_expression)) as subscriber,
-           explode(x.r.resolved_topics) as topic
-    from regex_latest x
-    join groups g on g.`group` = x.`group` and g.classification = 'kip848_consumer' and g.state <> 'Dead'
-    left join members m on m.`group` = x.`group` and m.subscribed_topic_regex = x.regular_expression
+    select
+        x.`group`,
+        coalesce(m.member_id, concat('regex ', x.regular_expression)) as subscriber,
+        explode(x.r.resolved_topics) as topic
+    from regex_latest as x
+    inner join groups as g on x.`group` = g.`group` and g.classification = 'kip848_consumer' and g.state <> 'Dead'
+    left join members as m on x.`group` = m.`group` and x.regular_expression = m.subscribed_topic_regex
     where not x.r.tombstone
 ),
+
 topology_latest as (
-    select `group`, max_by(struct(tombstone, source_topics), source_offset) as r
+    select
+        `group`,
+        max_by(struct(tombstone, source_topics), source_offset) as r
     from {{ source('bronze', 'consumer_group_records') }}
     where record_type = 'streams_group_topology'
     group by `group`
 ),
+
 by_topology as (
-    select t.`group`, explode(t.r.source_topics) as topic, g.member_count
-    from topology_latest t
-    join groups g on g.`group` = t.`group` and g.classification = 'streams'
+    select
+        t.`group`,
+        explode(t.r.source_topics) as topic,
+        g.member_count
+    from topology_latest as t
+    inner join groups as g on t.`group` = g.`group` and g.classification = 'streams'
     where not t.r.tombstone and g.state not in ('Empty', 'Dead') and g.member_count > 0
 ),
+
 counted as (
-    select `group`, topic, count(distinct subscriber) as subscribing_members
-    from (select * from by_name union all select * from by_regex)
+    select
+        `group`,
+        topic,
+        count(distinct subscriber) as subscribing_members
+    from (
+        select * from by_name
+        union all
+        select * from by_regex
+    ) as subscribers
     group by `group`, topic
     union all
-    select `group`, topic, member_count from by_topology
+    select
+        `group`,
+        topic,
+        member_count
+    from by_topology
 )
-select `group`, topic, cast(max(subscribing_members) as int) as subscribing_members
+
+select
+    `group`,
+    topic,
+    cast(max(subscribing_members) as int) as subscribing_members
 from counted
 group by `group`, topic

@@ -6,30 +6,36 @@
 with records as (
     select * from {{ source('bronze', 'offset_commit_records', new_only=true) }}
 ),
+
 latest as (
     -- where each key's latest record sits in the log. Two numbers per key make a hash
     -- aggregate; max_by over the whole record made Spark sort every record, which took five
     -- times as long. The semi join below then keeps exactly those records: (source_partition,
     -- source_offset) identifies a record, and this result (two numbers per key) is small
     -- enough to broadcast.
-    select max_by(source_partition, source_offset) as source_partition, max(source_offset) as source_offset
+    select
+        max_by(source_partition, source_offset) as source_partition,
+        max(source_offset) as source_offset
     from records
     group by `group`, topic, `partition`
 )
-select /*+ BROADCAST(l) */
-       `group`, topic, `partition`,
-       tombstone as removed,
-       offset as committed_offset,
-       leader_epoch,
-       metadata,
-       commit_timestamp,
-       expire_timestamp,
-       value_version,
-       source_timestamp as record_timestamp,
-       source_partition,
-       source_offset,
-       -- the times as Kafka stored them, also where the timestamps cannot hold them (null there)
-       coalesce(unix_millis(commit_timestamp), commit_timestamp_out_of_range_ms) as commit_timestamp_ms,
-       coalesce(unix_millis(expire_timestamp), expire_timestamp_out_of_range_ms) as expire_timestamp_ms
-from records r
-left semi join latest l on l.source_partition = r.source_partition and l.source_offset = r.source_offset
+
+select /*+ broadcast(l) */
+    `group`,
+    topic,
+    `partition`,
+    tombstone as removed,
+    offset as committed_offset,
+    leader_epoch,
+    metadata,
+    commit_timestamp,
+    expire_timestamp,
+    value_version,
+    source_timestamp as record_timestamp,
+    source_partition,
+    source_offset,
+    -- the times as Kafka stored them, also where the timestamps cannot hold them (null there)
+    coalesce(unix_millis(commit_timestamp), commit_timestamp_out_of_range_ms) as commit_timestamp_ms,
+    coalesce(unix_millis(expire_timestamp), expire_timestamp_out_of_range_ms) as expire_timestamp_ms
+from records as r
+left semi join latest as l on r.source_partition = l.source_partition and r.source_offset = l.source_offset
