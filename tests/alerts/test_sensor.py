@@ -70,8 +70,10 @@ def refreshed(lake, minute: int) -> None:
 
 
 def tick(sensor, instance, lake, cursor):
-    context = build_sensor_context(instance=instance, cursor=cursor, resources={"lake": LakeResource(root=str(lake.root))})
-    return sensor.evaluate_tick(context)
+    # closed after the tick: an open context keeps its instance as Dagster's current one
+    with build_sensor_context(instance=instance, cursor=cursor,
+                              resources={"lake": LakeResource(root=str(lake.root))}) as context:
+        return sensor.evaluate_tick(context)
 
 
 def test_each_change_is_posted_once_and_a_receiver_that_is_down_gets_it_at_the_next_tick(gold, receiver, monkeypatch):
@@ -159,8 +161,8 @@ def test_the_sensor_runs_by_default_like_the_schedules_and_reads_the_configured_
     with DagsterInstance.ephemeral() as instance:
         # The daemon hands a sensor the definitions' resources it requires (build_sensor_context does not).
         lake_resource = defs.get_repository_def().get_top_level_resources()["lake"]
-        (request,) = defs.resolve_sensor_def(ALERTS_SENSOR).evaluate_tick(
-            build_sensor_context(instance=instance, resources={"lake": lake_resource})).run_requests
+        with build_sensor_context(instance=instance, resources={"lake": lake_resource}) as context:
+            (request,) = defs.resolve_sensor_def(ALERTS_SENSOR).evaluate_tick(context).run_requests
     assert request.run_config["ops"]["raise_alerts"]["config"]["opened"][0].startswith("group g is ERR")
 
 

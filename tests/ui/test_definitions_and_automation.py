@@ -73,10 +73,13 @@ def test_the_cleanup_plan_job_proposes_a_plan_and_nothing_else():
 
 def test_the_scheduled_refresh_runs_every_asset_but_the_cleanup_plan_with_their_checks():
     schedule = defs.resolve_schedule_def("refresh_schedule")
+    # Each context is closed (`with`): an open one keeps the instance it entered as Dagster's
+    # current one, and later definitions in this process would reach for its deleted folder.
     with instance_for_test() as instance:  # schedules need a persistent instance
-        (request,) = schedule.evaluate_tick(build_schedule_context(
-            instance=instance, repository_def=defs.get_repository_def())).run_requests  # as the daemon does
-        (without_definitions,) = schedule.evaluate_tick(build_schedule_context(instance=instance)).run_requests
+        with build_schedule_context(instance=instance, repository_def=defs.get_repository_def()) as context:
+            (request,) = schedule.evaluate_tick(context).run_requests  # as the daemon does
+        with build_schedule_context(instance=instance) as context:
+            (without_definitions,) = schedule.evaluate_tick(context).run_requests
     selected = set(request.asset_selection)
     assert set(without_definitions.asset_selection) == selected
     everything = set(defs.resolve_job_def("refresh").asset_layer.executable_asset_keys)
@@ -93,8 +96,8 @@ def test_a_refresh_tick_is_skipped_while_an_earlier_refresh_has_not_finished():
     from dagster._core.test_utils import create_run_for_test
 
     schedule = defs.resolve_schedule_def("refresh_schedule")
-    with instance_for_test() as instance:
-        context = build_schedule_context(instance=instance, repository_def=defs.get_repository_def())
+    with instance_for_test() as instance, \
+            build_schedule_context(instance=instance, repository_def=defs.get_repository_def()) as context:
         run = create_run_for_test(instance, job_name="refresh", status=DagsterRunStatus.STARTED)
         skipped = schedule.evaluate_tick(context)
         assert skipped.run_requests == [] and run.run_id in skipped.skip_message
@@ -151,8 +154,8 @@ def test_freshness_checks_fail_for_bronze_that_ingest_left_behind_and_the_sensor
     assert not any(spec.blocking for definition in automation.asset_checks for spec in definition.check_specs)
     fresh, stale = AssetKey("offset_commit_records"), AssetKey("group_snapshots")
     with DagsterInstance.ephemeral() as instance:
-        (request,) = defs.resolve_sensor_def("freshness_checks_sensor").evaluate_tick(
-            build_sensor_context(instance=instance, definitions=defs)).run_requests
+        with build_sensor_context(instance=instance, definitions=defs) as context:
+            (request,) = defs.resolve_sensor_def("freshness_checks_sensor").evaluate_tick(context).run_requests
         assert set(request.asset_check_keys) == checks  # never evaluated: all are due
         instance.report_runless_asset_event(AssetMaterialization(fresh))
         job = defs.resolve_implicit_global_asset_job_def().get_subset(
