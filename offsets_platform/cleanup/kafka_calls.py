@@ -21,6 +21,7 @@ The admin client is the project's `SnapshotAdminClient` (see `offsets_platform.k
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -34,6 +35,12 @@ from offsets_platform.kafka.admin_describe import DEAD, STREAMS, GroupDescriptio
 from offsets_platform.kafka.errors import BrokerUnreachable
 
 CONNECTION_LOST = "the connection was lost before the broker answered: the outcome is unknown"
+
+# The coordinator is loading its partition of __consumer_offsets (a broker that just started),
+# or the group moved to another broker: Kafka's admin client retries these answers until its
+# default.api.timeout.ms (60 s); `live_group`, which only reads, retries them for a while too.
+RETRIABLE_GROUP_ERRORS = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"})
+RETRY_FOR_S = 30.0
 
 
 
@@ -127,15 +134,30 @@ def error_message(error: BaseException | int | type) -> str:
     return str(error)
 
 
-def live_group(admin: SnapshotAdminClient, group: str) -> LiveGroupState:
+def live_group(admin: SnapshotAdminClient, group: str, retry_for_s: float = RETRY_FOR_S) -> LiveGroupState:
     """The group's type, state, members' subscriptions and committed offsets, as the broker has them now.
+
+    An answer that the coordinator is loading or has moved is asked again, backing off, for up to
+    `retry_for_s`.
 
     Raises:
         GroupCallError: the describe call of the group's type, or OffsetFetch, answered with an
-            error for this group.
+            error for this group (a retriable one still, after `retry_for_s`).
         BrokerUnreachable: the connection failed.
     """
     _require_sendable(group)
+    deadline, pause = time.monotonic() + retry_for_s, 0.2
+    while True:
+        try:
+            return _live_group_once(admin, group)
+        except GroupCallError as error:
+            if error.error not in RETRIABLE_GROUP_ERRORS or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 2.0)
+
+
+def _live_group_once(admin: SnapshotAdminClient, group: str) -> LiveGroupState:
     try:
         described = describe_groups(admin, [group])[group]
         offsets = _committed_offsets(admin, group)
