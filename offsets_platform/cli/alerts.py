@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from offsets_platform.cli.args import lake_of
+from offsets_platform.cli.args import add_home_option, lake_of
 from offsets_platform.cli.output import as_json
 from offsets_platform.cli.views import hours
 from offsets_platform.settings import Settings
@@ -28,7 +28,7 @@ def add_alerts_command(commands) -> None:
     alerts.add_argument("--watch", action="append", default=[], metavar="GROUP",
                         help="a group whose expiring offsets alert, a name or a pattern like 'pay-*' (repeatable, "
                         "or comma-separated); default $OFFSETS_PLATFORM_ALERT_WATCHED_GROUPS")
-    alerts.add_argument("--home", help="folder holding the lake (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+    add_home_option(alerts)
     alerts.add_argument("--output", choices=("table", "json"), default="table",
                         help="lines for people (default), json for scripts")
     alerts.set_defaults(run=_alerts)

@@ -15,6 +15,11 @@ class NotWhoRuns(ValueError):
     """--by named someone other than who runs the command."""
 
 
+def add_home_option(parser: argparse.ArgumentParser) -> None:
+    """--home, the folder holding the lake, which `lake_of` reads."""
+    parser.add_argument("--home", help="folder holding the lake (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+
+
 def lake_of(args: argparse.Namespace, settings: Settings, must_exist: bool = False) -> Lake:
     """The lake under --home, else the configured one, knowing the shipped models' tables (the
     commands read or write them).

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from offsets_platform.attention import DEFAULT_WITHIN_HOURS
-from offsets_platform.cli.args import lake_of
+from offsets_platform.cli.args import add_home_option, lake_of
 from offsets_platform.cli.views import hours
 from offsets_platform.settings import Settings
 
@@ -39,7 +39,7 @@ def add_metrics_commands(commands) -> None:
 
 
 def _common(parser) -> None:
-    parser.add_argument("--home", help="folder holding the lake (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+    add_home_option(parser)
     parser.add_argument("--within", type=hours, default=float(DEFAULT_WITHIN_HOURS), metavar="DURATION",
                         help="horizon of offsets_platform_offsets_expiring, e.g. 24h, 90m, 7d "
                         f"(default {DEFAULT_WITHIN_HOURS}h)")

@@ -6,14 +6,14 @@ import argparse
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, facts_text
-from offsets_platform.cli.args import cluster_and_lake, lake_of, requester
+from offsets_platform.cli.args import add_home_option, cluster_and_lake, lake_of, requester
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV, Settings, same_person
 
 
 def add_plan_commands(commands) -> None:
     plan = commands.add_parser("plan", help="propose a cleanup plan from the gold tables (sends nothing)")
-    _home(plan)
+    add_home_option(plan)
     plan.add_argument("--idle-hours", type=int, default=DEFAULT_IDLE_HOURS, help="DeleteGroups for groups Empty longer than this")
     plan.add_argument("--valid-hours", type=int, default=DEFAULT_VALID_HOURS, help="the plan expires after this")
     plan.add_argument("--clean-early", action="append", default=[], metavar="GROUP",
@@ -23,7 +23,7 @@ def add_plan_commands(commands) -> None:
 
     show = commands.add_parser("show", help="show a plan, its approvals and what was applied")
     show.add_argument("plan_id")
-    _home(show)
+    add_home_option(show)
     show.set_defaults(run=_show)
 
     approve = commands.add_parser("approve", help="approve a plan (or some of its actions)")
@@ -32,7 +32,7 @@ def add_plan_commands(commands) -> None:
     approve.add_argument("--comment")
     approve.add_argument("--action", action="append", default=[], metavar="ACTION_ID",
                          help="approve only this action (repeatable; default: the whole plan)")
-    _home(approve)
+    add_home_option(approve)
     approve.set_defaults(run=_approve)
 
     apply = commands.add_parser("apply", help="apply the approved actions of a plan")
@@ -40,17 +40,13 @@ def add_plan_commands(commands) -> None:
     apply.add_argument("--bootstrap-server", help="host:port of the cluster")
     apply.add_argument("--dry-run", action="store_true", help="show and audit what would be sent, send nothing")
     _by(apply)
-    _home(apply)
+    add_home_option(apply)
     apply.set_defaults(run=_apply)
 
 
 def _by(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by", help=f"no longer an identity: who acts is ${USER_ENV}, else the OS user; --by is "
                                      "accepted only when it names that same person")
-
-
-def _home(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", help="folder holding the lake (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
 
 
 def _plan(args, settings: Settings) -> int:

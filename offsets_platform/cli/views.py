@@ -12,7 +12,7 @@ import sys
 from datetime import datetime, timedelta, timezone
 
 from offsets_platform.attention import DEFAULT_WITHIN_HOURS
-from offsets_platform.cli.args import cluster_and_lake, lake_of
+from offsets_platform.cli.args import add_home_option, cluster_and_lake, lake_of
 from offsets_platform.cli.output import as_json, cell, table_lines
 from offsets_platform.settings import Settings, duration_hours
 
@@ -70,7 +70,7 @@ def add_view_commands(commands) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--home", help="folder holding the lake (default: $OFFSETS_PLATFORM_HOME or .offsets_platform)")
+    add_home_option(parser)
     parser.add_argument("--output", choices=("table", "json"), default="table",
                         help="table for people (default), json for scripts")
 
