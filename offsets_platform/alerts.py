@@ -34,7 +34,7 @@ from fnmatch import fnmatchcase
 from typing import Iterable, Mapping
 from urllib.parse import quote
 
-from offsets_platform.attention import NOT_ABANDONED  # offsets a group left behind are no one's backlog
+from offsets_platform.attention import NOT_ABANDONED, due_for_deletion  # the rules the report counts by
 from offsets_platform.lake import Lake
 from offsets_platform.settings import AlertSettings
 
@@ -93,7 +93,7 @@ def messages_at_risk(lake: Lake, within_hours: float) -> list[Alert]:
         select f."group", f.topic, f."partition", f.unread_in_log, f.hours_left, f.deletion_expected_at,
                f.time_lag_is_lower_bound
         from retention_forecast f
-        where f.unread_in_log > 0 and f.hours_left <= {float(within_hours)} and {NOT_ABANDONED.format(t="f")}
+        where f.unread_in_log > 0 and {due_for_deletion("f", within_hours)}
         order by f."group", f.topic, f."partition"
         """, "retention_forecast", "expirable_offsets").to_pylist()
     alerts = []

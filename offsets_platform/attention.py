@@ -79,9 +79,7 @@ def expiring_by_topic(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) ->
             "partitions": 0, "due_now": 0, "first_expires_at": None, "hours_until_first": row["hours_until_expiry"]})
         entry["partitions"] += 1
         entry["due_now"] += int(bool(row["expired_now"]))
-        if row["expires_at"] is not None and (entry["first_expires_at"] is None
-                                              or row["expires_at"] < entry["first_expires_at"]):
-            entry["first_expires_at"] = row["expires_at"]
+        entry["first_expires_at"] = _earliest(entry["first_expires_at"], row["expires_at"])
     # expiring_soon orders by hours until expiry, so each entry's first row was its soonest
     return list(grouped.values())
 
@@ -89,6 +87,12 @@ def expiring_by_topic(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) ->
 # The partitions whose offset a group left behind (see the module docstring), to leave out.
 NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_abandoned and a."group" = {t}."group"
                                  and a.topic = {t}.topic and a."partition" = {t}."partition")"""
+
+
+def due_for_deletion(t: str, within_hours: float) -> str:
+    """The condition on retention_forecast rows (alias `t`) of "at risk": retention's next deletion
+    of unread messages is due within the hours (due already included), abandoned offsets left out."""
+    return f"{t}.hours_left <= {float(within_hours)} and {NOT_ABANDONED.format(t=t)}"
 
 
 def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
@@ -133,7 +137,7 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
         due as (
             select "group", topic, sum(unread_in_log) as messages_at_risk,
                    count(distinct "partition") as partitions_due, min(deletion_expected_at) as next_deletion_at
-            from retention_forecast f where hours_left <= {float(within_hours)} and {NOT_ABANDONED.format(t="f")}
+            from retention_forecast f where {due_for_deletion("f", within_hours)}
             group by "group", topic
         )
         select coalesce(l."group", d."group") as "group", coalesce(l.topic, d.topic) as topic,
@@ -171,7 +175,10 @@ def offset_deletes_by_topic(offset_deletes: list[dict]) -> list[dict]:
         entry["partitions"] += 1
         if row.get("lag_messages") is not None:
             entry["lag_messages"] = (entry["lag_messages"] or 0) + row["lag_messages"]
-        if row.get("expires_at") is not None and (entry["first_expires_at"] is None
-                                                  or row["expires_at"] < entry["first_expires_at"]):
-            entry["first_expires_at"] = row["expires_at"]
+        entry["first_expires_at"] = _earliest(entry["first_expires_at"], row.get("expires_at"))
     return list(by_topic.values())
+
+
+def _earliest(first: datetime | None, other: datetime | None) -> datetime | None:
+    """The earlier of two times, either unknown (None)."""
+    return min((moment for moment in (first, other) if moment is not None), default=None)
