@@ -31,32 +31,33 @@ def _family(name: str, kind: str, help: str) -> Family:
     return Family(PREFIX + name, kind, help)
 
 
-# KIP-496's meters, rebuilt from the log: the counts of every bucket added up, so the counters
+# KIP-496's meters, rebuilt from the log (metric name = coordinator_metrics column): the counts
+# of every bucket added up, so the counters
 # start at the first record the lake holds and grow as ingest appends; Prometheus's rate() and
 # increase() give the per-interval view the buckets had.
 _COORDINATOR = [
-    ("offset_commits", "offset_commits",
+    ("offset_commits",
      "Offset commit records in the log, committed transactions only (KIP-496 offset-commit; "
      "model coordinator_metrics)."),
-    ("offset_expirations", "offset_expirations",
+    ("offset_expirations",
      "Offset tombstones of offsets Kafka's expiration rules had made expire by then (KIP-496 "
      "offset-expiration; model coordinator_metrics)."),
-    ("offset_deletions", "offset_deletions",
+    ("offset_deletions",
      "Other offset tombstones (OffsetDelete, DeleteGroups, deleted topics) and audited OffsetDeletes "
      "(KIP-496 offset-deletion, which counts OffsetDelete only; model coordinator_metrics)."),
-    ("group_completed_rebalances", "group_completed_rebalances",
+    ("group_completed_rebalances",
      "Completed rebalances of classic groups: group records with members in a new generation "
      "(KIP-496 group-completed-rebalance; model coordinator_metrics)."),
 ]
 
 
 def _coordinator(lake: Lake) -> list[Family]:
-    families = [_family(name, "counter", help) for name, _, help in _COORDINATOR]
+    families = [_family(column, "counter", help) for column, help in _COORDINATOR]
     if not lake.exists("coordinator_metrics"):
         return families
-    sums = ", ".join(f"coalesce(sum({column}), 0) as {column}" for _, column, _ in _COORDINATOR)
+    sums = ", ".join(f"coalesce(sum({column}), 0) as {column}" for column, _ in _COORDINATOR)
     (row,) = lake.query(f"select {sums} from coordinator_metrics", "coordinator_metrics").to_pylist()
-    for family, (_, column, _) in zip(families, _COORDINATOR):
+    for family, (column, _) in zip(families, _COORDINATOR):
         family.add(row[column])
     return families
 
@@ -74,7 +75,7 @@ def _non_consumed(lake: Lake) -> list[Family]:
             select "group", topic, "partition", sum(lost_count) as at_most, sum(lost_count_at_least) as at_least
             from unconsumed_messages group by "group", topic, "partition"
             order by "group", topic, "partition" """, "unconsumed_messages").to_pylist():
-        labels = {"group": row["group"], "topic": row["topic"], "partition": row["partition"]}
+        labels = _partition_labels(row)
         at_most.add(row["at_most"], **labels)
         at_least.add(row["at_least"], **labels)
     return [at_most, at_least]
@@ -92,7 +93,7 @@ def _lag(lake: Lake) -> list[Family]:
     for row in lake.query(f"""select "group", topic, "partition", lag_messages, lag_ms from consumer_lag l
                               where {attention.NOT_ABANDONED.format(t="l")}
                               order by "group", topic, "partition" """, "consumer_lag", "expirable_offsets").to_pylist():
-        labels = {"group": row["group"], "topic": row["topic"], "partition": row["partition"]}
+        labels = _partition_labels(row)
         messages.add(row["lag_messages"], **labels)
         seconds.add(None if row["lag_ms"] is None else row["lag_ms"] / 1000, **labels)
     abandoned = _family("abandoned_offsets", "gauge",
@@ -120,7 +121,7 @@ def _status(lake: Lake) -> list[Family]:
     rows = lake.query("""select "group", topic, "partition", status, group_status from consumer_status
                          order by "group", topic, "partition" """, "consumer_status").to_pylist()
     for row in rows:
-        partitions.add(1, group=row["group"], topic=row["topic"], partition=row["partition"], status=row["status"])
+        partitions.add(1, **_partition_labels(row), status=row["status"])
     for group, status in dict.fromkeys((row["group"], row["group_status"]) for row in rows):
         groups.add(1, group=group, status=status)
     return [partitions, groups]
@@ -166,6 +167,10 @@ def _freshness(lake: Lake) -> list[Family]:
     ingest.add(_seconds(_latest(lake, "offsets_topic_checkpoints", "checkpointed_at")))
     snapshot.add(_seconds(_latest(lake, "broker_configs", "snapshot_at")))
     return [models, per_model, ingest, snapshot]
+
+
+def _partition_labels(row: dict) -> dict:
+    return {"group": row["group"], "topic": row["topic"], "partition": row["partition"]}
 
 
 def _latest(lake: Lake, table: str, column: str) -> datetime | None:
