@@ -132,10 +132,10 @@ def lag_heatmap_figure(lake: Lake) -> go.Figure:
         lag["column"] = lag["topic"]
     columns = list(dict.fromkeys(lag["column"]))  # topic, then partition number
     # Int64 keeps the counts whole where pivoting leaves gaps (a group without that partition).
-    grid = lag.pivot(index="group", columns="column", values="lag_messages")[columns].astype("Int64")
-    lag_s = lag.pivot(index="group", columns="column", values="lag_ms").reindex(grid.index)[columns]
-    grid = grid.reindex([group for group in by_group.index if group in grid.index])  # most lag on top
-    lag_s = lag_s.reindex(grid.index)
+    drawn = set(lag["group"])
+    rows = [group for group in by_group.index if group in drawn]  # most lag on top
+    grid = lag.pivot(index="group", columns="column", values="lag_messages").reindex(rows)[columns].astype("Int64")
+    lag_s = lag.pivot(index="group", columns="column", values="lag_ms").reindex(rows)[columns]
     figure = go.Figure(go.Heatmap(
         z=_cells(grid), x=columns, y=list(grid.index), customdata=_cells(lag_s / 1000), colorscale="YlOrRd",
         zmin=0, colorbar={"title": {"text": "messages"}}, hoverongaps=False,
