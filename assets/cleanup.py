@@ -54,6 +54,12 @@ def run_identity(context) -> Optional[str]:
     return None
 
 
+def run_identity_or_id(context) -> str:
+    """Who launched the run, else the run itself ("dagster run <id>"): for a plan's author and
+    the audit, where a run without identity tags still has to be named."""
+    return run_identity(context) or f"dagster run {context.run.run_id[:8]}"
+
+
 def plan_markdown(plan: CleanupPlan, action_ids: Optional[List[str]] = None) -> str:
     """The plan's actions (all, or `action_ids`) as a markdown table with the facts each rests on."""
     chosen = set(action_ids or [a.action_id for a in plan.actions])
@@ -85,8 +91,7 @@ class PlanConfig(Config):
 )
 def cleanup_plan(context: AssetExecutionContext, config: PlanConfig, lake: LakeResource) -> MaterializeResult:
     the_lake = lake.lake()
-    author = run_identity(context) or f"dagster run {context.run.run_id[:8]}"
-    plan = build_plan(the_lake, created_by=author, idle_hours=config.idle_hours,
+    plan = build_plan(the_lake, created_by=run_identity_or_id(context), idle_hours=config.idle_hours,
                       clean_early=tuple(config.clean_early), valid_hours=config.valid_hours)
     save_plan(the_lake, plan)
     context.log.info(f"plan {plan.plan_id}: {len(plan.actions)} actions, expires {plan.expires_at:%Y-%m-%d %H:%M} UTC"
@@ -158,7 +163,7 @@ def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka:
                         lake: LakeResource) -> None:
     try:
         result = apply_plan(lake.lake(), kafka.connection(), config.plan_id, dry_run=config.dry_run,
-                            requested_by=run_identity(context) or f"dagster run {context.run.run_id[:8]}",
+                            requested_by=run_identity_or_id(context),
                             emit=context.log.info)
     except PlanError as error:  # the reason alone heads the failed run: unknown, expired, not (validly) approved
         raise Failure(description=str(error), allow_retries=False) from error
