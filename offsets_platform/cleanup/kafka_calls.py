@@ -37,8 +37,11 @@ from offsets_platform.kafka.errors import BrokerUnreachable
 CONNECTION_LOST = "the connection was lost before the broker answered: the outcome is unknown"
 
 # The coordinator is loading its partition of __consumer_offsets (a broker that just started),
-# or the group moved to another broker: Kafka's admin client retries these answers until its
-# default.api.timeout.ms (60 s); `live_group`, which only reads, retries them for a while too.
+# or the group moved to another broker. Kafka's admin client retries these answers of a describe
+# (DescribeClassicGroupsHandler.handleError and its twins for the other group types: "the
+# coordinator is still in the process of loading state. Will retry"; for the other two it looks
+# the coordinator up again) until default.api.timeout.ms (60 s). `live_group`, which only reads,
+# retries them too, for up to 30 s, then raises the last answer.
 RETRIABLE_GROUP_ERRORS = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"})
 RETRY_FOR_S = 30.0
 
