@@ -66,6 +66,8 @@ class Lake:
             self.access, self._options = None, None
             self.leases = Path(leases).absolute() if leases is not None else self.root
         self._checked = not self.remote  # whether the endpoint was seen to answer
+        self._spark_configured: set[int] = set()  # the sessions given s3a's settings (by id)
+        self._filesystem: pafs.FileSystem | None = None  # pyarrow's S3 filesystem, made on first use
         self._model_tables = dict(model_tables or {})
         self.tables: Mapping[str, TableSpec] = MappingProxyType(with_model_tables(TABLES, self._model_tables))
         # Tables once opened are kept and caught up rather than opened again: opening replays the
@@ -105,7 +107,13 @@ class Lake:
 
         self._check()
         selector = pafs.FileSelector(str(self.root).removeprefix("s3://"), allow_not_found=True)
-        return bool(self.access.arrow_filesystem().get_file_info(selector))
+        return bool(self.object_store().get_file_info(selector))
+
+    def object_store(self) -> pafs.FileSystem:
+        """pyarrow's filesystem of a lake on object storage (paths `bucket/key`), made once."""
+        if self._filesystem is None:
+            self._filesystem = self.access.arrow_filesystem()
+        return self._filesystem
 
     def _check(self) -> None:
         """On object storage, fail at once with the endpoint's address if it does not answer."""
@@ -217,7 +225,7 @@ class Lake:
         # Passing a filesystem avoids an abort at interpreter exit seen with delta-rs's own.
         if self.remote:
             filesystem = pafs.SubTreeFileSystem(str(self.path(name)).removeprefix("s3://"),
-                                                self.access.arrow_filesystem())
+                                                self.object_store())
         else:
             filesystem = pafs.SubTreeFileSystem(str(self.path(name)), pafs.LocalFileSystem())
         return table.to_pyarrow_table(columns=columns, filesystem=filesystem)
@@ -276,8 +284,11 @@ class Lake:
         files = self.files(name) if files is None else files
         if not files:
             return spark.createDataFrame([], schema)
-        if self.remote:  # s3a's endpoint and the like; the credentials come from the JVM's environment
+        if self.remote and id(spark) not in self._spark_configured:
+            # s3a's endpoint and the like, once per session (a setting read over Spark Connect is a
+            # request); the credentials come from the JVM's environment
             self.access.configure_spark(spark)
+            self._spark_configured.add(id(spark))
         return spark.read.schema(schema).option("basePath", str(self.path(name))).parquet(*files)
 
 

@@ -19,6 +19,7 @@ from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.lake.tables import TABLES
 from offsets_platform.models import ModelRunner, lake_for_models
 from offsets_platform.models.project import model_table_specs
+from offsets_platform.report import report_path, report_size, write_report
 from tests.cleanup.direct_helpers import ORDERS, PAYMENTS, empty_group, make_topics, standalone_commit
 
 QUIET = {"emit": lambda line: None}
@@ -36,7 +37,7 @@ def _rows(lake, name: str) -> list[str]:
 def _copy_new_files(lake, local, copied: set[str]) -> None:
     """Append each bronze file of `lake` not copied yet to the same table of `local`, one commit
     per file: the local lake gets the same rows in the same files (a model counts per file)."""
-    filesystem = lake.access.arrow_filesystem()
+    filesystem = lake.object_store()
     for name, spec in TABLES.items():
         if spec.layer != "bronze" or not lake.exists(name):
             continue
@@ -90,6 +91,12 @@ def test_ingest_snapshots_refreshes_and_a_cleanup_plan_on_s3(spark, bootstrap, c
     assert load_plan(lake, plan.plan_id).actions == plan.actions
     assert lake.count("cleanup_plans") >= 1
     assert sorted(path.name for path in (lake.leases / "_leases").iterdir()) >= ["cleanup-plans.lock", "ingest.lock"]
+
+    # the report, written beside the lake's prefix on the same storage
+    path = write_report(lake, report_path(lake))
+    assert path == f"s3://{lake.root.removeprefix('s3://').split('/')[0]}/reports/cluster_report.html"
+    page = lake.object_store().open_input_stream(path.removeprefix("s3://")).read().decode()
+    assert report_size(lake, path) == len(page.encode()) and "reports-stopped" in page and lake.root in page
 
 
 def _command(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
