@@ -72,3 +72,13 @@ def test_a_down_endpoint_names_the_address_and_what_to_check(tmp_path):
     message = str(down.value)
     assert f"127.0.0.1:{port}" in message and "AWS_ENDPOINT_URL" in message and "s3://lake/down" in message
     assert "sup3r-s3cret" not in message
+
+
+def test_the_notebooks_follow_the_uri_and_look_for_no_broker_data_beside_it(tmp_path, monkeypatch):
+    from offsets_platform.lake.delta import NoLake
+    from offsets_platform.notebooks import configured_cluster
+
+    lake = Lake("s3://bucket/prefix", leases=tmp_path, access=S3Access.from_env({}))
+    with pytest.raises(NoLake, match=r"beside a lake on object storage \(s3://bucket/prefix\).*BOOTSTRAP_SERVERS"):
+        with configured_cluster(lake, env={}):
+            pass
