@@ -119,6 +119,9 @@ def test_the_commands_run_on_a_lake_on_s3_and_never_print_the_secret(s3_env, s3_
     assert code == 0, listed
     assert not any(secret in output + listed for secret in secrets)
     assert (tmp_path / "home" / "leases" / uri.removeprefix("s3://") / "_leases" / "ingest.lock").exists()
+    # rebase renames folders, which S3 lacks: it refuses, and says what to do instead
+    code, output = _command(["rebase"], env)
+    assert code == 1 and "OFFSETS_PLATFORM_LAKE_URI at a new prefix" in output, output
 
     with socket.socket() as probe:  # an endpoint nothing listens on
         probe.bind(("127.0.0.1", 0))
