@@ -11,11 +11,16 @@ JARS_INSTALLED := $(VENV)/.jars-installed
 # offsets_platform.lake.spark builds adds them (Delta's reader, writer, SQL and catalog).
 DELTA_JARS := $(VENV)/share/offsets-platform/delta-jars
 DELTA_JARS_INSTALLED := $(VENV)/.delta-jars-installed
-INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED) $(DELTA_JARS_INSTALLED)
+# Spark's s3a connector (jvm/s3/pom.xml: hadoop-aws for pyspark's Hadoop and the few AWS SDK
+# modules it uses, about 14 MB), in a folder of its own: offsets_platform.lake.spark adds it to
+# every session when installed, and needs it for a lake on object storage (docs/object-storage.md).
+S3_JARS := $(VENV)/share/offsets-platform/s3-jars
+S3_JARS_INSTALLED := $(VENV)/.s3-jars-installed
+INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED) $(DELTA_JARS_INSTALLED) $(S3_JARS_INSTALLED)
 # the benchmarks' extra dependencies (pyproject.toml's `bench`), on top of the rest
 BENCH_INSTALLED := $(VENV)/.bench-installed
 
-.PHONY: demo test test-fast lint bench bench-models fault-trials ui spark-server spark-cluster broker validate clean
+.PHONY: demo test test-fast test-object-storage lint bench bench-models fault-trials ui spark-server spark-cluster broker validate clean
 
 $(PYTHON_INSTALLED): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,12 +40,19 @@ $(DELTA_JARS_INSTALLED): jvm/delta/pom.xml jvm/install
 	bash jvm/install $(DELTA_JARS) jvm/delta/pom.xml
 	touch $@
 
+$(S3_JARS_INSTALLED): jvm/s3/pom.xml jvm/install
+	bash jvm/install $(S3_JARS) jvm/s3/pom.xml
+	touch $@
+
 demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's demo driver)
 	$(BIN)/python -m proving_ground.demo
 
 test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium and prometheus first when missing, for tests/ui and tests/metrics)
 	bash .ci/install-debian-packages
-	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest --ignore=tests/object_storage
+
+test-object-storage: $(INSTALLED)  ## the lake on a real S3-compatible server (SeaweedFS, started on loopback by the tests): a pytest process of its own, since Spark reads the S3 credentials from its environment when it starts
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest tests/object_storage
 
 test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes: pure logic, the codec, SQL rules on tiny inputs, definitions load
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -m fast

@@ -1,6 +1,7 @@
 """The cluster report as a Dagster asset: one offline HTML file next to the lake.
 
-It is written to `<lake root>/../reports/cluster_report.html` (offsets_platform.report), after the
+It is written to `<lake root>/../reports/cluster_report.html` (offsets_platform.report; beside the
+prefix, on the same storage, for a lake on S3), after the
 gold tables it draws and the cleanup plan whose candidates it lists.
 """
 
@@ -8,7 +9,7 @@ gold tables it draws and the cleanup plan whose candidates it lists.
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from assets.resources import LakeResource
-from offsets_platform.report import build_figures, key_numbers, report_path, write_report
+from offsets_platform.report import build_figures, key_numbers, report_path, report_size, write_report
 
 # Every table the report reads: the figures' tables, then models_summary's and the cleanup
 # candidates' (group_state, committed_offsets, group_subscriptions).
@@ -29,13 +30,14 @@ def cluster_report(context: AssetExecutionContext, lake: LakeResource) -> Materi
     the_lake = lake.lake()
     figures = build_figures(the_lake)
     path = write_report(the_lake, report_path(the_lake), figures=figures)
-    context.log.info(f"cluster report written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    size = report_size(the_lake, path)
+    context.log.info(f"cluster report written to {path} ({size / 1e6:.1f} MB)")
     # The figures' key numbers, as `<figure>.<number>` (e.g. `lag_heatmap.total_lag_messages`).
     numbers = {f"{element_id.removeprefix('fig-').replace('-', '_')}.{name}": value
                for element_id, figure in figures.items() for name, value in key_numbers(figure).items()}
     return MaterializeResult(metadata={
         "path": MetadataValue.path(str(path)),
-        "size_bytes": path.stat().st_size,
+        "size_bytes": size,
         "figures": MetadataValue.json(sorted(figures)),
         **numbers,
     })

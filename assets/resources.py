@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from contextlib import ExitStack, contextmanager
 from dataclasses import fields, replace
-from pathlib import Path
 from typing import Iterator, Optional
 
 from dagster import Config, ConfigurableResource, EnvVar, InitResourceContext
@@ -114,7 +113,8 @@ class KafkaResource(ConfigurableResource):
 class LakeResource(ConfigurableResource):
     """Where the Delta tables live."""
 
-    root: str = Field(default="", description="folder of the lake; empty = $OFFSETS_PLATFORM_HOME/lake")
+    root: str = Field(default="", description="folder of the lake, or s3://bucket/prefix; empty = "
+                      "$OFFSETS_PLATFORM_LAKE_URI, else $OFFSETS_PLATFORM_HOME/lake")
 
     # One Lake for the whole run, so that the tables it keeps open serve every asset of the run
     # (a refresh reads the same tables many times). Dagster sets a resource up on a copy of its
@@ -130,7 +130,7 @@ class LakeResource(ConfigurableResource):
 
     def _new_lake(self) -> Lake:
         # knowing the shipped models' tables: the model, quality, report and cleanup assets use them
-        return lake_for_models(Path(self.root) if self.root else Settings.from_env().lake_root)
+        return lake_for_models(self.root or Settings.from_env().lake_root)  # a folder or an s3:// URI
 
 
 class SparkResource(ConfigurableResource):

@@ -43,7 +43,10 @@ def configured_lake(env: Mapping[str, str] | None = None) -> Lake:
         NoLake: the lake or its gold tables are not there. Nothing is created: an empty lake
             would show empty tables, which read as "all is well".
     """
-    lake = lake_for_models(configured_home(env) / "lake")
+    settings = Settings.from_env(env)
+    home = configured_home(env)
+    # a lake on object storage (OFFSETS_PLATFORM_LAKE_URI) keeps its leases under the home
+    lake = lake_for_models(settings.lake_uri or home / "lake", leases=home / "leases" if settings.lake_uri else None)
     missing = [name for name in GOLD_TABLES if not lake.exists(name)]
     if missing:
         raise NoLake(f"no models' tables in {lake.root} (missing: {', '.join(missing)}). Set OFFSETS_PLATFORM_HOME "
@@ -68,9 +71,10 @@ def configured_cluster(lake: Lake, env: Mapping[str, str] | None = None) -> Iter
     if not connection.is_embedded:
         yield connection
         return
-    data_dir = lake.root.parent / "broker"
-    if not data_dir.is_dir():
-        raise NoLake(f"no cluster configured and no embedded broker's data in {data_dir}: set "
+    data_dir = None if lake.remote else lake.root.parent / "broker"
+    if data_dir is None or not data_dir.is_dir():
+        where = f"in {data_dir}" if data_dir else f"beside a lake on object storage ({lake.root})"
+        raise NoLake(f"no cluster configured and no embedded broker's data {where}: set "
                      "OFFSETS_PLATFORM_BOOTSTRAP_SERVERS to the cluster this lake was built from")
     from offsets_platform.broker.embedded import EmbeddedBroker  # starts a JVM: only when asked
 

@@ -97,10 +97,14 @@ class Settings:
     home: Path = DEFAULT_HOME
     spark_master: str = "local[*]"
     spark_remote: str | None = None
+    lake_uri: str | None = None
+    """`OFFSETS_PLATFORM_LAKE_URI`: `s3://bucket/prefix` puts the lake on object storage
+    (docs/object-storage.md); empty keeps it in `<home>/lake`."""
 
     @property
-    def lake_root(self) -> Path:
-        return self.home / "lake"
+    def lake_root(self) -> Path | str:
+        """The lake's folder (`<home>/lake`), or its object-storage URI."""
+        return self.lake_uri or self.home / "lake"
 
     @property
     def broker_data_dir(self) -> Path:
@@ -131,6 +135,7 @@ class Settings:
             home=Path(get("HOME") or DEFAULT_HOME),
             spark_master=get("SPARK_MASTER") or "local[*]",
             spark_remote=get("SPARK_REMOTE"),
+            lake_uri=(get("LAKE_URI") or "").strip() or None,
         )
 
 

@@ -79,7 +79,7 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
     """
     plan = load_plan(lake, plan_id)
     audit = PlanAudit(lake, plan_id, connection.bootstrap_servers, requested_by or os_user())
-    with hold_lease(lake.root, APPLY_LEASE, f"apply of plan {plan_id}", wait_s=lease_wait_s, emit=emit):
+    with hold_lease(lake.leases, APPLY_LEASE, f"apply of plan {plan_id}", wait_s=lease_wait_s, emit=emit):
         # Settled even for an expired plan: the audit must say what its last apply did.
         unresolved = audit.unresolved_intents()
         if unresolved and dry_run:

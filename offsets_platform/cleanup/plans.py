@@ -117,7 +117,7 @@ def save_plan(lake: Lake, plan: CleanupPlan, *, lease_wait_s: float = PLANS_LEAS
         PlanError: the plan is already stored.
         LeaseBusy: another run kept the lease for longer than `lease_wait_s`.
     """
-    with hold_lease(lake.root, PLANS_LEASE, f"saving plan {plan.plan_id}", wait_s=lease_wait_s):
+    with hold_lease(lake.leases, PLANS_LEASE, f"saving plan {plan.plan_id}", wait_s=lease_wait_s):
         _append_new_plan(lake, plan)
 
 

@@ -30,7 +30,7 @@ def lake_of(args: argparse.Namespace, settings: Settings, must_exist: bool = Fal
             and leave an empty one behind.
     """
     lake = lake_for_models(Path(args.home) / "lake" if args.home else settings.lake_root)
-    if must_exist and not lake.root.is_dir():
+    if must_exist and not lake.is_present():
         raise NoLake(f"there is no lake in {lake.root}: give the --home of an existing lake (or set "
                      "OFFSETS_PLATFORM_HOME), or fill this one first with `offsets-platform ingest`")
     return lake

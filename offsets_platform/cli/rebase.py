@@ -15,7 +15,12 @@ from offsets_platform.cli.args import lake_of
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S, INGEST_LEASE
 from offsets_platform.lake.archive import archive_tables
 from offsets_platform.lake.lease import hold_lease
+from offsets_platform.lake.storage import LAKE_URI_ENV
 from offsets_platform.settings import Settings
+
+
+class RebaseUnsupported(RuntimeError):
+    """The lake is on object storage, where its folders cannot be renamed aside."""
 
 
 def add_rebase_command(commands) -> None:
@@ -37,10 +42,14 @@ def _rebase(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.models.runner import model_lease
 
     lake = lake_of(args, settings, must_exist=True)
+    if lake.remote:
+        raise RebaseUnsupported(f"rebase moves the lake's folders aside with renames, which object storage lacks: it works on "
+                         f"a local lake only. To start {lake.root} over, copy its objects to another prefix "
+                         f"(kept as the archive) and delete them, or point {LAKE_URI_ENV} at a new prefix.")
     leases = [INGEST_LEASE, PLANS_LEASE, APPLY_LEASE] + [model_lease(m.name) for m in default_project().models]
     with ExitStack() as held:
         for name in leases:
-            held.enter_context(hold_lease(lake.root, name, "rebase of the lake", wait_s=args.wait, emit=print))
+            held.enter_context(hold_lease(lake.leases, name, "rebase of the lake", wait_s=args.wait, emit=print))
         archive = archive_tables(lake.root, args.reason)
     if archive is None:
         print(f"the lake in {lake.root} has no tables: nothing to move")

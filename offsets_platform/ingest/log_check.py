@@ -125,6 +125,10 @@ def check_positions(lake: Lake, topic: str, address: str, positions: dict[int, i
 
 
 def rebase_advice(lake: Lake) -> str:
+    if lake.remote:  # rebase renames folders, which object storage lacks (docs/object-storage.md)
+        return ("If the lake should follow this log from now on, point OFFSETS_PLATFORM_LAKE_URI at a new prefix "
+                f"(and keep or delete the objects under {lake.root}); otherwise point --bootstrap-server at the "
+                "cluster the lake belongs to.")
     return ("If the lake should follow this log from now on, start it over with `offsets-platform rebase "
             f"--home {lake.root.parent}` (it moves every table aside, nothing is deleted); otherwise point "
             "--bootstrap-server at the cluster the lake belongs to.")

@@ -137,7 +137,7 @@ def ingest_offsets_topic(
     with OffsetsTopicReader(connection, batch_records=batch_records) as reader:
         reader.connect()  # a down broker must not leave even empty tables behind
         identity = read_log_identity(connection)
-        with hold_lease(lake.root, INGEST_LEASE, purpose, wait_s=lease_wait_s, emit=emit):
+        with hold_lease(lake.leases, INGEST_LEASE, purpose, wait_s=lease_wait_s, emit=emit):
             plan = plan_in_the_lakes_log(lake, reader, identity, result.run_id, accept_gap, emit)
             already = {name: written_up_to(lake, name) for name in RECORD_TABLES}
             result.resumed_from, result.end_offsets = plan.start, plan.end

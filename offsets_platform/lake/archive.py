@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from offsets_platform.lake.lease import LEASES_FOLDER
+from offsets_platform.lake.storage import is_object_store
 
 ARCHIVE_FOLDER = "_archive"
 REASON_FILE = "ARCHIVED.txt"
@@ -27,6 +28,8 @@ def archive_tables(root: str | Path, reason: str, now: datetime | None = None) -
     Returns:
         The archive folder, or None when the lake had no table to move.
     """
+    if is_object_store(root):
+        raise ValueError(f"archiving renames folders, which object storage lacks: {root} is not a local lake")
     root = Path(root)
     layers = sorted(entry for entry in root.iterdir()
                     if entry.is_dir() and entry.name not in (ARCHIVE_FOLDER, LEASES_FOLDER)) if root.exists() else []

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, Field, QueryBuilder, write_deltalake
 
+from offsets_platform.lake.storage import S3Access, check_reachable, is_object_store, normalise_uri
 from offsets_platform.lake.tables import TABLES, TableSpec, table_spec, with_model_tables
 
 if TYPE_CHECKING:
@@ -40,10 +41,33 @@ class Lake:
     """The Delta tables under one root folder (`<root>/<layer>/<table>`): the lake's own tables
     and the model tables it was handed, since the model project that declares those depends on
     the lake and cannot be looked up from here (`models.project.lake_for_models` hands over the
-    shipped project's)."""
+    shipped project's).
 
-    def __init__(self, root: str | Path, model_tables: Mapping[str, TableSpec] | None = None):
-        self.root = Path(root).absolute()
+    The root is a local folder, or an `s3://bucket/prefix` URI (lake/storage.py: the connection
+    comes from the environment, or `access`). A lake on object storage keeps its leases in a
+    local folder (`leases`, default `<home>/leases/<bucket>/<prefix>`): flock needs a local file
+    system, so processes exclude each other there only when they run on one host.
+    """
+
+    def __init__(self, root: str | Path, model_tables: Mapping[str, TableSpec] | None = None, *,
+                 leases: str | Path | None = None, access: S3Access | None = None):
+        self.remote = is_object_store(root)
+        if self.remote:
+            self.root: str | Path = normalise_uri(str(root))
+            self.access: S3Access | None = access or S3Access.from_env()
+            self._options: dict[str, str] | None = self.access.delta_options()
+            if leases is None:
+                from offsets_platform.settings import Settings
+
+                leases = Settings.from_env().home / "leases" / str(self.root).removeprefix("s3://")
+            self.leases = Path(leases).absolute()
+        else:
+            self.root = Path(root).absolute()
+            self.access, self._options = None, None
+            self.leases = Path(leases).absolute() if leases is not None else self.root
+        self._checked = not self.remote  # whether the endpoint was seen to answer
+        self._spark_configured: set[int] = set()  # the sessions given s3a's settings (by id)
+        self._filesystem: pafs.FileSystem | None = None  # pyarrow's S3 filesystem, made on first use
         self._model_tables = dict(model_tables or {})
         self.tables: Mapping[str, TableSpec] = MappingProxyType(with_model_tables(TABLES, self._model_tables))
         # Tables once opened are kept and caught up rather than opened again: opening replays the
@@ -58,18 +82,51 @@ class Lake:
         that already means another table is a ValueError."""
         if all(self.tables.get(name) == spec for name, spec in model_tables.items()):
             return self
-        return Lake(self.root, with_model_tables(self._model_tables, model_tables))
+        return Lake(self.root, with_model_tables(self._model_tables, model_tables), leases=self.leases,
+                    access=self.access)
 
     def spec(self, name: str) -> TableSpec:
         """The table's spec, or a KeyError that lists the tables this lake knows."""
         return table_spec(name, self.tables)
 
-    def path(self, name: str) -> Path:
+    def path(self, name: str) -> Path | str:
+        """The table's folder, or its URI on object storage."""
         spec = self.spec(name)
+        if self.remote:
+            return f"{self.root}/{spec.layer}/{spec.name}"
         return self.root / spec.layer / spec.name
 
     def exists(self, name: str) -> bool:
-        return name in self._open or DeltaTable.is_deltatable(str(self.path(name)))
+        return name in self._open or self._is_table(name)
+
+    def is_present(self) -> bool:
+        """Whether anything is at the root: the folder exists, or objects are under the prefix."""
+        if not self.remote:
+            return self.root.is_dir()
+        import pyarrow.fs as pafs
+
+        self._check()
+        selector = pafs.FileSelector(str(self.root).removeprefix("s3://"), allow_not_found=True)
+        return bool(self.object_store().get_file_info(selector))
+
+    def object_store(self) -> pafs.FileSystem:
+        """pyarrow's filesystem of a lake on object storage (paths `bucket/key`), made once."""
+        if self._filesystem is None:
+            self._filesystem = self.access.arrow_filesystem()
+        return self._filesystem
+
+    def _check(self) -> None:
+        """On object storage, fail at once with the endpoint's address if it does not answer."""
+        if not self._checked:
+            check_reachable(str(self.root), self.access)
+            self._checked = True
+
+    def _is_table(self, name: str) -> bool:
+        self._check()
+        return DeltaTable.is_deltatable(str(self.path(name)), storage_options=self._options)
+
+    def _delta(self, name: str, version: int | None = None) -> DeltaTable:
+        return DeltaTable(str(self.path(name)), version=version, storage_options=self._options)
 
     def table(self, name: str) -> DeltaTable:
         """The Delta table at its latest version. The same object each time: do not hold on to it
@@ -97,8 +154,8 @@ class Lake:
             table = self._open.get(name)
             if table is not None:
                 table.update_incremental()  # the commits made since, by this process or another
-            elif DeltaTable.is_deltatable(str(self.path(name))):
-                table = self._open[name] = DeltaTable(str(self.path(name)))
+            elif self._is_table(name):
+                table = self._open[name] = self._delta(name)
             return table
 
     def _writable(self, name: str) -> DeltaTable:
@@ -111,12 +168,13 @@ class Lake:
         path = self.path(name)
         with self._open_lock:
             if name not in self._open:
-                if not DeltaTable.is_deltatable(str(path)):  # another writer may have created it since
-                    path.parent.mkdir(parents=True, exist_ok=True)
+                if not self._is_table(name):  # another writer may have created it since
+                    if not self.remote:
+                        path.parent.mkdir(parents=True, exist_ok=True)
                     DeltaTable.create(str(path), schema=spec.schema, partition_by=list(spec.partition_by) or None,
                                       name=spec.name, description=spec.description,
-                                      configuration=TABLE_PROPERTIES)
-                self._open[name] = DeltaTable(str(path))
+                                      configuration=TABLE_PROPERTIES, storage_options=self._options)
+                self._open[name] = self._delta(name)
             return self._open[name]
 
     def append(self, name: str, data: pa.Table) -> int:
@@ -165,7 +223,11 @@ class Lake:
             empty = self.spec(name).schema.empty_table()
             return empty if columns is None else empty.select(columns)
         # Passing a filesystem avoids an abort at interpreter exit seen with delta-rs's own.
-        filesystem = pafs.SubTreeFileSystem(str(self.path(name)), pafs.LocalFileSystem())
+        if self.remote:
+            filesystem = pafs.SubTreeFileSystem(str(self.path(name)).removeprefix("s3://"),
+                                                self.object_store())
+        else:
+            filesystem = pafs.SubTreeFileSystem(str(self.path(name)), pafs.LocalFileSystem())
         return table.to_pyarrow_table(columns=columns, filesystem=filesystem)
 
     def query(self, sql: str, *names: str) -> pa.Table:
@@ -210,7 +272,7 @@ class Lake:
             latest = self._open.get(name)
             if latest is not None and latest.version() == version:
                 return latest.file_uris()
-        return DeltaTable(str(self.path(name)), version=version).file_uris()
+        return self._delta(name, version).file_uris()
 
     def spark_read(self, spark: "SparkSession", name: str, files: list[str] | None = None) -> "DataFrame":
         """A Spark DataFrame over the table's active files (or the given subset of them), with the
@@ -222,6 +284,11 @@ class Lake:
         files = self.files(name) if files is None else files
         if not files:
             return spark.createDataFrame([], schema)
+        if self.remote and id(spark) not in self._spark_configured:
+            # s3a's endpoint and the like, once per session (a setting read over Spark Connect is a
+            # request); the credentials come from the JVM's environment
+            self.access.configure_spark(spark)
+            self._spark_configured.add(id(spark))
         return spark.read.schema(schema).option("basePath", str(self.path(name))).parquet(*files)
 
 

@@ -5,7 +5,7 @@ by a write that depends on it, or requests sent to a cluster):
 
     from offsets_platform.lake.lease import LeaseBusy, hold_lease
 
-    with hold_lease(lake.root, "ingest", purpose="ingest of __consumer_offsets", wait_s=30, emit=print):
+    with hold_lease(lake.leases, "ingest", purpose="ingest of __consumer_offsets", wait_s=30, emit=print):
         ...  # no other holder of this lake's "ingest" lease runs at the same time
 
 Another holder of the same name waits up to `wait_s` seconds (0: not at all), telling `emit` once
@@ -13,8 +13,9 @@ whom it waits for, then raises `LeaseBusy`, whose message names the holder: what
 process id and host, and since when. Different names do not exclude each other. The lease is not
 re-entrant: taking a name already held, even by the same thread, waits like anyone else.
 
-How: the lease is an flock(2) lock on `<lake root>/_leases/<name>.lock`; the file also names
-the holder, for the message. Why this and not the alternatives:
+How: the lease is an flock(2) lock on `<lake.leases>/_leases/<name>.lock` (`lake.leases` is the
+lake's root for a local lake; a local folder under the home for a lake on object storage, which
+has no locks); the file also names the holder, for the message. Why this and not the alternatives:
 
 - The kernel releases an flock lock when its holder's process ends, however it ends (SIGKILL,
   out of memory), so there is no stale lease to detect: no pid or clock comparison, no
@@ -33,7 +34,8 @@ appended when it was empty both got in, in 10 of 10 trials.
 
 The file is never deleted: a waiter that opened it before a delete would lock an orphaned file
 while a third process locks a new one, and both would hold "the" lease. An empty file means no
-holder. The lake is a local folder (the Lake reads it with a local filesystem). On NFSv4 (unless
+holder. The leases' folder is local: processes that share a lake on object storage exclude each
+other only when they run on one host (docs/object-storage.md). On NFSv4 (unless
 mounted with local_lock=flock), Linux implements flock with the server's byte-range locks:
 processes on different hosts exclude each other, a lost host's locks go when the server's lease
 for it runs out, but two threads of one process there do not exclude each other.

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 from urllib.parse import urlparse
 
+from offsets_platform.lake.storage import LAKE_URI_ENV, S3Access, is_object_store
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     import pyarrow as pa
@@ -105,10 +107,57 @@ def delta_jars() -> list[Path]:
     return sorted(folder.glob("*.jar"))
 
 
+S3_JARS_ENV = "OFFSETS_PLATFORM_S3_JARS"
+
+
+class S3JarsMissing(RuntimeError):
+    """The lake is on object storage and Spark's s3a connector is not installed."""
+
+
+def s3_jars_dir() -> Path:
+    """Where Spark's s3a connector (hadoop-aws and the AWS SDK modules it uses) is:
+    $OFFSETS_PLATFORM_S3_JARS, else the virtual environment's share folder, where `make` puts it."""
+    configured = os.environ.get(S3_JARS_ENV)
+    return Path(configured) if configured else Path(sys.prefix) / "share" / "offsets-platform" / "s3-jars"
+
+
+def s3_jars(required: bool = False) -> list[Path]:
+    """Every jar of the installed s3a set; none when it is not installed.
+
+    Raises:
+        S3JarsMissing: `required` (the lake is on object storage) and hadoop-aws is not there in
+            the Hadoop version pyspark ships (a different one fails on the first read).
+    """
+    folder = s3_jars_dir()
+    hadoop = _pyspark_hadoop_version()
+    if not sorted(folder.glob(f"hadoop-aws-{hadoop}.jar")):
+        if required:
+            raise S3JarsMissing(
+                f"the lake is on object storage ({LAKE_URI_ENV}), and Spark's s3a connector for Hadoop {hadoop} "
+                f"(hadoop-aws-{hadoop}) is not in {folder}. Run `make` (any target that installs), or "
+                f"`jvm/install {folder} jvm/s3/pom.xml`; set {S3_JARS_ENV} if it is elsewhere.")
+        return []
+    return sorted(folder.glob("*.jar"))
+
+
+def _pyspark_hadoop_version() -> str:
+    """The Hadoop release of pyspark's own jars (hadoop-client-api-<version>.jar)."""
+    import pyspark
+
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
+    return jars[0].name.removeprefix("hadoop-client-api-").removesuffix(".jar") if jars else "unknown"
+
+
 def _delta_session_conf() -> dict[str, str]:
-    """The jars and settings a JVM this process starts needs for Delta. spark.jars also ships the
-    jars to a cluster's executors, which run Delta's reader and writer."""
-    return {"spark.jars": ",".join(str(jar) for jar in delta_jars()), **_DELTA_CONF}
+    """The jars and settings a JVM this process starts needs for Delta, and for a lake on object
+    storage (s3a's jars and its settings, none of them secret). spark.jars also ships the jars to
+    a cluster's executors, which run Delta's reader and writer."""
+    on_object_store = is_object_store(os.environ.get(LAKE_URI_ENV, "").strip())
+    jars = [*delta_jars(), *s3_jars(required=on_object_store)]
+    conf = {"spark.jars": ",".join(str(jar) for jar in jars), **_DELTA_CONF}
+    if on_object_store:
+        conf.update(S3Access.from_env().spark_conf())
+    return conf
 
 
 class SparkConnectError(RuntimeError):

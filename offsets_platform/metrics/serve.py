@@ -27,7 +27,7 @@ def metrics_server(lake: Lake, host: str, port: int, within_hours: float) -> HTT
                 return
             # Prometheus asks for OpenMetrics; curl and older scrapers get the format every scraper reads.
             openmetrics = "application/openmetrics-text" in self.headers.get("Accept", "")
-            if not lake.root.is_dir():  # moved or deleted since: its tables would read as empty, an all-clear
+            if not lake.is_present():  # moved or deleted since: its tables would read as empty, an all-clear
                 self._answer(500, "text/plain; charset=utf-8", f"there is no lake in {lake.root} any more\n")
                 return
             try:

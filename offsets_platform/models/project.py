@@ -278,7 +278,8 @@ def model_table_specs(project: ModelProject | None = None) -> dict[str, TableSpe
     return {model.name: model.table_spec() for model in (project or default_project()).models}
 
 
-def lake_for_models(root: str | Path, project: ModelProject | None = None) -> Lake:
-    """The lake under `root`, knowing the project's model tables (default: the shipped one's) as
-    well as its own: the lake cannot look them up itself, since the project depends on it."""
-    return Lake(root, model_tables=model_table_specs(project))
+def lake_for_models(root: str | Path, project: ModelProject | None = None, *, leases: str | Path | None = None) -> Lake:
+    """The lake under `root` (a folder, or an `s3://` URI), knowing the project's model tables
+    (default: the shipped one's) as well as its own: the lake cannot look them up itself, since
+    the project depends on it. `leases`: see `Lake`."""
+    return Lake(root, model_tables=model_table_specs(project), leases=leases)

@@ -185,7 +185,7 @@ class ModelRunner:
             LeaseBusy: another refresh kept running this model for longer than `lease_wait_s`.
         """
         model = self.project.model(name)
-        with hold_lease(self.lake.root, model_lease(model.name), f"refresh of model {model.name}",
+        with hold_lease(self.lake.leases, model_lease(model.name), f"refresh of model {model.name}",
                         wait_s=self.lease_wait_s, emit=self.emit):
             return self._run_model(model, full_refresh)
 

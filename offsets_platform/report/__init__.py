@@ -11,10 +11,10 @@ from offsets_platform.attention import cleanup_rows, expiring_soon, retention_lo
 from offsets_platform.report.figures import (FIGURES, build_figures, coordinator_metrics_figure,
                                              expiration_calendar_figure, group_states_figure, key_numbers,
                                              lag_heatmap_figure, retention_figure)
-from offsets_platform.report.html import report_path, write_report
+from offsets_platform.report.html import report_path, report_size, write_report
 
 __all__ = [
     "FIGURES", "build_figures", "key_numbers", "group_states_figure", "lag_heatmap_figure", "retention_figure",
     "expiration_calendar_figure", "coordinator_metrics_figure", "expiring_soon", "retention_losses",
-    "cleanup_rows", "report_path", "write_report",
+    "cleanup_rows", "report_path", "report_size", "write_report",
 ]

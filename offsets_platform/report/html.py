@@ -38,20 +38,34 @@ th { background: #f0f0f0; } td.num { text-align: right; }
 """
 
 
-def report_path(lake: Lake) -> Path:
-    """Where the report of a lake goes: `<lake root>/../reports/cluster_report.html`."""
+def report_path(lake: Lake) -> Path | str:
+    """Where the report of a lake goes: `<lake root>/../reports/cluster_report.html`; for a lake
+    on object storage (`s3://bucket/prefix`) the same beside its prefix, or in the bucket's
+    `reports/` when the lake is the whole bucket."""
+    if lake.remote:
+        bucket, _, prefix = str(lake.root).removeprefix("s3://").partition("/")
+        parent = prefix.rpartition("/")[0]
+        return f"s3://{bucket}/{parent + '/' if parent else ''}reports/{REPORT_NAME}"
     return lake.root.parent / "reports" / REPORT_NAME
 
 
-def write_report(lake: Lake, path: str | Path, figures: dict[str, go.Figure] | None = None) -> Path:
+def report_size(lake: Lake, path: str | Path) -> int:
+    """The size in bytes of a report written by `write_report` (local or on the lake's storage)."""
+    if isinstance(path, str) and path.startswith("s3://"):
+        return lake.object_store().get_file_info(path.removeprefix("s3://")).size
+    return Path(path).stat().st_size
+
+
+def write_report(lake: Lake, path: str | Path, figures: dict[str, go.Figure] | None = None) -> Path | str:
     """Write the report of `lake` to `path` (folders created, file replaced whole) and return it.
+    An `s3://` path (`report_path` of a lake on object storage) is written there, with the
+    lake's connection, in one PUT: readers see the old object or the new one.
 
     `figures` (element id -> figure, as from `build_figures`) saves building them twice when the
     caller also wants their numbers.
     """
     from offsets_platform.summary import models_summary  # imports the cleanup package
 
-    path = Path(path)
     figures = build_figures(lake) if figures is None else figures
     page = "\n".join([
         "<!DOCTYPE html>",
@@ -71,6 +85,11 @@ def write_report(lake: Lake, path: str | Path, figures: dict[str, go.Figure] | N
         *(_figure(element_id, figure) for element_id, figure in figures.items()),
         "</section></body></html>",
     ])
+    if isinstance(path, str) and path.startswith("s3://"):
+        with lake.object_store().open_output_stream(path.removeprefix("s3://")) as out:
+            out.write(page.encode("utf-8"))
+        return path
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     # Replace the file whole, so a browser or a reader never sees half a report.
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
