@@ -47,11 +47,14 @@ $(S3_JARS_INSTALLED): jvm/s3/pom.xml jvm/install
 demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's demo driver)
 	$(BIN)/python -m proving_ground.demo
 
-test: $(INSTALLED)  ## the whole test suite (installs Debian's chromium and prometheus first when missing, for tests/ui and tests/metrics)
+# The object-storage tests run in a pytest process of their own, after the rest: Spark reads the S3
+# credentials from its environment when its JVM starts, so their session must start after their server.
+test: $(INSTALLED)  ## the whole test suite, the lake on object storage included (installs Debian's chromium and prometheus first when missing, for tests/ui and tests/metrics)
 	bash .ci/install-debian-packages
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest --ignore=tests/object_storage
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest tests/object_storage
 
-test-object-storage: $(INSTALLED)  ## the lake on a real S3-compatible server (SeaweedFS, started on loopback by the tests): a pytest process of its own, since Spark reads the S3 credentials from its environment when it starts
+test-object-storage: $(INSTALLED)  ## only the lake on a real S3-compatible server (SeaweedFS, started on loopback by the tests), as the second half of make test runs it
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest tests/object_storage
 
 test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes: pure logic, the codec, SQL rules on tiny inputs, definitions load
