@@ -19,12 +19,12 @@ with removals as (
 
 project_deletions as (
     select
-        `group`,
+        group_id,
         topic,
-        `partition`,
+        partition_id,
         action,
-        at
-    from {{ source('cleanup', 'cleanup_audit') }}
+        recorded_at
+    from {{ ref('stg_cleanup__audit') }}
     where outcome = 'deleted'
 ),
 
@@ -36,8 +36,8 @@ tombstones_by_project as (
     from removals as t
     inner join project_deletions as d
         on
-            t.`group` = d.`group` and (d.topic is null or (t.topic = d.topic and t.`partition` = d.`partition`))
-            and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
+            t.`group` = d.group_id and (d.topic is null or (t.topic = d.topic and t.`partition` = d.partition_id))
+            and abs(unix_seconds(d.recorded_at) - unix_seconds(t.removed_at)) <= 600
 ),
 
 retention as (
@@ -77,30 +77,30 @@ events as (
     where r.removed_an_offset
     union all
     select
-        d.at,
+        d.recorded_at,
         'deletion',
         1
     from project_deletions as d
     left anti join removals as t
         on
-            d.`group` = t.`group` and d.topic = t.topic and d.`partition` = t.`partition`
-            and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
+            d.group_id = t.`group` and d.topic = t.topic and d.partition_id = t.`partition`
+            and abs(unix_seconds(d.recorded_at) - unix_seconds(t.removed_at)) <= 600
     where d.action = 'OffsetDelete'
     union all
     select
-        source_timestamp,
+        appended_at,
         'rebalance',
         1
     from (
         select
-            source_timestamp,
-            tombstone,
+            appended_at,
+            is_tombstone,
             member_count,
             generation,
-            lag(generation) over (partition by `group` order by source_offset) as previous_generation
-        from {{ source('bronze', 'group_metadata_records') }}
+            lag(generation) over (partition by group_id order by source_offset) as previous_generation
+        from {{ ref('stg_kafka__group_metadata') }}
     )
-    where not tombstone and member_count > 0 and (previous_generation is null or generation > previous_generation)
+    where not is_tombstone and member_count > 0 and (previous_generation is null or generation > previous_generation)
 )
 
 select

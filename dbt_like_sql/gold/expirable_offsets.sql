@@ -34,10 +34,10 @@ unknown_subscriptions as (
 
 pending as (
     select distinct
-        `group`,
+        group_id,
         topic,
-        `partition`
-    from {{ source('bronze', 'pending_offset_commits') }}
+        partition_id
+    from {{ ref('stg_kafka__pending_offset_commits') }}
 ),
 
 retention as (
@@ -57,7 +57,7 @@ facts as (
         g.state_source,
         s.topic is not null as topic_subscribed,
         u.`group` is not null as subscriptions_unknown,
-        p.`group` is not null as pending_transaction,
+        p.group_id is not null as pending_transaction,
         (select minutes from retention) as retention_minutes,
         (select minutes from retention) * 60000 as retention_ms,
         unix_millis(timestamp {{ var("as_of") | sql_string }}) as as_of_ms
@@ -65,7 +65,7 @@ facts as (
     left join groups as g on o.`group` = g.`group`
     left join subscribed as s on o.`group` = s.`group` and o.topic = s.topic
     left join unknown_subscriptions as u on o.`group` = u.`group`
-    left join pending as p on o.`group` = p.`group` and o.topic = p.topic and o.`partition` = p.`partition`
+    left join pending as p on o.`group` = p.group_id and o.topic = p.topic and o.`partition` = p.partition_id
 ),
 
 by_group as (

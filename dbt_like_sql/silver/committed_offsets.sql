@@ -17,8 +17,8 @@ latest_snapshot as (
 
 snapshot_groups as (
     -- groups the latest snapshot described and fetched offsets of without an error
-    select distinct g.`group`
-    from {{ source('bronze', 'group_snapshots') }} as g
+    select distinct g.group_id as `group`
+    from {{ ref('stg_snapshots__groups') }} as g
     inner join {{ ref('stg_snapshots__complete_snapshots') }} as l on g.snapshot_id = l.snapshot_id and l.is_latest
 ),
 

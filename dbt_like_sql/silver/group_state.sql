@@ -27,7 +27,7 @@ latest_snapshot as (
 
 snapshot_now as (
     select
-        g.`group`,
+        g.group_id as `group`,
         g.group_type,
         g.state,
         g.protocol_type,
@@ -35,7 +35,7 @@ snapshot_now as (
         g.member_count,
         g.snapshot_at,
         g.snapshot_id
-    from {{ source('bronze', 'group_snapshots') }} as g
+    from {{ ref('stg_snapshots__groups') }} as g
     inner join latest_snapshot as l on g.snapshot_id = l.snapshot_id
 ),
 
