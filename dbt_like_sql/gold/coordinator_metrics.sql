@@ -6,7 +6,7 @@
 -- a new generation; a static member rejoining writes one in the same generation and is not one.
 -- Kafka writes expirations and deletions alike as tombstones, so each
 -- tombstone that removed an offset is classified by the rules: an expiration when the offset was
--- a candidate for expiration (offset_removals.base_time, from the group's state in the log at
+-- a candidate for expiration (offset_removals.base_at, from the group's state in the log at
 -- that moment) and had expired by the tombstone's time with the retention in force; otherwise a
 -- deletion. Deletions the project performed itself are known exactly from cleanup_audit: a
 -- tombstone within 10 minutes of one of them is a deletion, and an audited OffsetDelete whose
@@ -46,7 +46,7 @@ retention as (
 
 events as (
     select
-        minute_start as at,
+        minute_start_at as at,
         'commit' as event,
         offset_commits as n
     from {{ ref('offset_commit_counts') }}
@@ -58,11 +58,11 @@ events as (
             -- isOffsetExpired at the tombstone's time, in Kafka's milliseconds and Java's
             -- long arithmetic (try_subtract is null where it overflows: not expired)
             when
-                r.base_time_ms is not null and (
-                    (r.expire_timestamp_ms is not null and unix_millis(r.removed_at) >= r.expire_timestamp_ms)
+                r.base_at_ms is not null and (
+                    (r.legacy_expires_at_ms is not null and unix_millis(r.removed_at) >= r.legacy_expires_at_ms)
                     or (
-                        r.expire_timestamp_ms is null
-                        and try_subtract(unix_millis(r.removed_at), r.base_time_ms)
+                        r.legacy_expires_at_ms is null
+                        and try_subtract(unix_millis(r.removed_at), r.base_at_ms)
                         >= (select minutes from retention) * 60000
                     )
                 )
@@ -74,7 +74,7 @@ events as (
     left join
         tombstones_by_project as p
         on r.source_partition = p.source_partition and r.source_offset = p.source_offset
-    where r.removed_an_offset
+    where r.is_offset_removed
     union all
     select
         d.recorded_at,
@@ -104,7 +104,7 @@ events as (
 )
 
 select
-    timestamp_seconds(floor(unix_seconds(at) / {{ bucket_seconds }}) * {{ bucket_seconds }}) as bucket_start,
+    timestamp_seconds(floor(unix_seconds(at) / {{ bucket_seconds }}) * {{ bucket_seconds }}) as bucket_start_at,
     {{ var('metrics_bucket_minutes') }} as bucket_minutes,
     sum(if(event = 'commit', n, 0)) as offset_commits,
     sum(if(event = 'expiration', n, 0)) as offset_expirations,

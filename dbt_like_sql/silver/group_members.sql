@@ -15,7 +15,7 @@ classic as (
         m.client_host,
         m.subscribed_topics,
         cast(null as string) as subscribed_topic_regex,
-        m.subscription_version is not null as subscription_decoded,
+        m.subscription_version is not null as is_subscription_decoded,
         'log' as source
     from groups as g
     inner join {{ ref('stg_kafka__group_members') }} as m
@@ -44,7 +44,7 @@ kip848 as (
         k.r.client_host,
         k.r.subscribed_topic_names as subscribed_topics,
         k.r.subscribed_topic_regex,
-        true as subscription_decoded,
+        true as is_subscription_decoded,
         'log' as source
     from kip848_latest as k
     inner join groups as g on k.group_id = g.`group`
@@ -60,7 +60,7 @@ snapshot as (
         m.client_host,
         m.subscribed_topics,
         m.subscribed_topic_regex,
-        m.subscribed_topics is not null or m.subscribed_topic_regex is not null as subscription_decoded,
+        m.subscribed_topics is not null or m.subscribed_topic_regex is not null as is_subscription_decoded,
         'snapshot' as source
     from groups as g
     inner join

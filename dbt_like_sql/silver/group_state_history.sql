@@ -21,14 +21,14 @@ with classic as (
         generation,
         leader,
         member_count,
-        current_state_at as current_state_timestamp,
+        current_state_at,
         'log' as source,
         'classic' as kind,
         source_partition,
         source_offset,
         cast(null as string) as snapshot_id,
         -- as Kafka stored it, also where the timestamp cannot hold it (null there)
-        current_state_at_ms as current_state_timestamp_ms
+        current_state_at_ms
     from {{ ref('stg_kafka__group_metadata') }}
 ),
 
@@ -107,13 +107,13 @@ modern as (
         cast(null as int) as generation,
         cast(null as string) as leader,
         member_count,
-        cast(null as timestamp) as current_state_timestamp,
+        cast(null as timestamp) as current_state_at,
         'log' as source,
         kind,
         source_partition,
         source_offset,
         cast(null as string) as snapshot_id,
-        cast(null as bigint) as current_state_timestamp_ms
+        cast(null as bigint) as current_state_at_ms
     from modern_members
     union all
     select
@@ -159,13 +159,13 @@ snapshots as (
         cast(null as int) as generation,
         cast(null as string) as leader,
         member_count,
-        cast(null as timestamp) as current_state_timestamp,
+        cast(null as timestamp) as current_state_at,
         'snapshot' as source,
         'snapshot' as kind,
         cast(null as int) as source_partition,
         cast(null as bigint) as source_offset,
         snapshot_id,
-        cast(null as bigint) as current_state_timestamp_ms
+        cast(null as bigint) as current_state_at_ms
     from snapshot_observations
     where previous_state is null or previous_state <> state
 )
@@ -179,13 +179,13 @@ select
     generation,
     leader,
     member_count,
-    current_state_timestamp,
+    current_state_at,
     source,
     kind,
     source_partition,
     source_offset,
     snapshot_id,
-    current_state_timestamp_ms
+    current_state_at_ms
 from (
     select * from classic
     union all

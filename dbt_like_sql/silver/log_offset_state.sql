@@ -24,18 +24,18 @@ select /*+ broadcast(l) */
     group_id as `group`,
     topic,
     partition_id as `partition`,
-    is_tombstone as removed,
+    is_tombstone as is_removed,
     committed_offset,
     leader_epoch,
     metadata,
-    committed_at as commit_timestamp,
-    legacy_expires_at as expire_timestamp,
+    committed_at,
+    legacy_expires_at,
     value_version,
-    appended_at as record_timestamp,
+    appended_at,
     source_partition,
     source_offset,
     -- the times as Kafka stored them, also where the timestamps cannot hold them (null there)
-    committed_at_ms as commit_timestamp_ms,
-    legacy_expires_at_ms as expire_timestamp_ms
+    committed_at_ms,
+    legacy_expires_at_ms
 from records as r
 left semi join latest as l on r.source_partition = l.source_partition and r.source_offset = l.source_offset

@@ -5,7 +5,7 @@
 -- still matches.
 select
     regexp_extract(source_path, '[^/]+$', 0) as source_file,
-    timestamp_seconds(minute * 60) as minute_start,
+    timestamp_seconds(minute * 60) as minute_start_at,
     offset_commits
 from (
     -- aggregate first: the file name extracted once per group, not once per record, is 10x faster

@@ -52,15 +52,15 @@ chain as (
             s.`group`,
             s.topic,
             s.`partition`,
-            s.removed,
-            s.commit_timestamp,
-            s.expire_timestamp,
-            s.record_timestamp,
+            s.is_removed,
+            s.committed_at,
+            s.legacy_expires_at,
+            s.appended_at,
             s.source_partition,
             s.source_offset,
             true,
-            s.commit_timestamp_ms,
-            s.expire_timestamp_ms
+            s.committed_at_ms,
+            s.legacy_expires_at_ms
         from {{ ref('log_offset_state', at_last_run=true) }} as s
         left semi join
             removed_keys as k
@@ -88,7 +88,7 @@ tombstones as (
         appended_at as removed_at,
         source_partition,
         source_offset,
-        previous is not null and not previous.is_tombstone as removed_an_offset,
+        previous is not null and not previous.is_tombstone as is_offset_removed,
         if(previous.is_tombstone, null, previous.committed_at) as committed_at,
         if(previous.is_tombstone, null, previous.legacy_expires_at) as legacy_expires_at,
         if(previous.is_tombstone, null, previous.committed_at_ms) as committed_at_ms,
@@ -112,7 +112,7 @@ stream as (
         cast(null as int) as partition_id,
         cast(null as timestamp) as removed_at,
         cast(null as int) as source_partition,
-        cast(null as boolean) as removed_an_offset,
+        cast(null as boolean) as is_offset_removed,
         cast(null as timestamp) as committed_at,
         cast(null as timestamp) as legacy_expires_at,
         cast(null as bigint) as committed_at_ms,
@@ -127,7 +127,7 @@ stream as (
         partition_id,
         removed_at,
         source_partition,
-        removed_an_offset,
+        is_offset_removed,
         committed_at,
         legacy_expires_at,
         committed_at_ms,
@@ -180,13 +180,13 @@ judged as (
         t.removed_at,
         t.source_partition,
         t.source_offset,
-        t.removed_an_offset,
+        t.is_offset_removed,
         t.committed_at,
         t.legacy_expires_at,
         t.committed_at_ms,
         t.legacy_expires_at_ms,
         case
-            when not t.removed_an_offset then null
+            when not t.is_offset_removed then null
             when k.group_id is not null then t.committed_at_ms
             when
                 t.group_then is null or t.group_then.is_tombstone
@@ -194,7 +194,7 @@ judged as (
             when t.group_then.member_count = 0
                 then coalesce(t.group_then.current_state_at_ms, t.committed_at_ms)
             when t.group_then.protocol_type = 'consumer' and s.topic is null then t.committed_at_ms
-        end as base_time_ms
+        end as base_at_ms
     from tombstones_in_context as t
     left join kip848_since as k on t.group_id = k.group_id and t.source_offset > k.first_offset
     left join subscriptions_then as s
@@ -210,11 +210,11 @@ select
     removed_at,
     source_partition,
     source_offset,
-    removed_an_offset,
-    committed_at as commit_timestamp,
-    legacy_expires_at as expire_timestamp,
-    {{ lake_timestamp('base_time_ms') }} as base_time,
-    committed_at_ms as commit_timestamp_ms,
-    legacy_expires_at_ms as expire_timestamp_ms,
-    base_time_ms
+    is_offset_removed,
+    committed_at,
+    legacy_expires_at,
+    {{ lake_timestamp('base_at_ms') }} as base_at,
+    committed_at_ms,
+    legacy_expires_at_ms,
+    base_at_ms
 from judged
