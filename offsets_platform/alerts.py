@@ -91,7 +91,7 @@ def messages_at_risk(lake: Lake, within_hours: float) -> list[Alert]:
     `within_hours` (those due now included)."""
     rows = lake.query(f"""
         select f."group", f.topic, f."partition", f.unread_in_log, f.hours_left, f.deletion_expected_at,
-               f.time_lag_is_lower_bound
+               f.is_time_lag_lower_bound
         from retention_forecast f
         where f.unread_in_log > 0 and {due_for_deletion("f", within_hours)}
         order by f."group", f.topic, f."partition"
@@ -116,16 +116,16 @@ def offsets_expiring(lake: Lake, within_hours: float, watched_groups: Iterable[s
         return []
     rows = lake.query(f"""
         select "group", topic, "partition", rule, group_state, committed_offset, hours_until_expiry, expires_at,
-               expired_now
+               is_expired
         from expirable_offsets
-        where (hours_until_expiry <= {float(within_hours)} or expired_now) and not coalesce(is_abandoned, false)
+        where (hours_until_expiry <= {float(within_hours)} or is_expired) and not coalesce(is_abandoned, false)
         order by "group", topic, rule, "partition"
         """, "expirable_offsets").to_pylist()
     rows = [row for row in rows if matches(row["group"], watched)]
     alerts = []
     for (group, topic, rule), partitions in _by_group_and_topic(rows, "rule").items():
-        due_now = sum(1 for p in partitions if p["expired_now"])
-        later = [p["hours_until_expiry"] for p in partitions if not p["expired_now"]]
+        due_now = sum(1 for p in partitions if p["is_expired"])
+        later = [p["hours_until_expiry"] for p in partitions if not p["is_expired"]]
         when = ", ".join(([f"{due_now} due now"] if due_now else [])
                          + ([f"{'the next' if due_now else 'the first'} {_when(min(later))}"] if later else []))
         alerts.append(Alert(

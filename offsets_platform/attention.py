@@ -6,7 +6,7 @@ the rows (when an offset expires, what a group lags, what retention deleted befo
 it) belong to the models; this module only selects, sums and orders their rows:
 
 - "expiring within H hours" is an offset whose `hours_until_expiry` is at most H. It includes
-  the ones already due (`expired_now`): Kafka expires those at its next retention check. Hours
+  the ones already due (`is_expired`): Kafka expires those at its next retention check. Hours
   rather than `expires_at` decide, because Kafka may store an expiry time the lake's timestamps
   cannot hold (`expires_at` is then null).
 - "messages lost" is `unconsumed_messages.lost_count`: the most retention can have deleted
@@ -51,10 +51,10 @@ def expiration_by_rule(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -
     (not yet due, expiring within `within_hours`), next_expiry_at (of those not yet due)."""
     return lake.query(f"""
         select rule, count(*) as offsets,
-               sum(case when expired_now then 1 else 0 end) as due_now,
-               sum(case when not expired_now and hours_until_expiry <= {float(within_hours)} then 1 else 0 end)
+               sum(case when is_expired then 1 else 0 end) as due_now,
+               sum(case when not is_expired and hours_until_expiry <= {float(within_hours)} then 1 else 0 end)
                    as due_within,
-               min(case when not expired_now then expires_at end) as next_expiry_at
+               min(case when not is_expired then expires_at end) as next_expiry_at
         from expirable_offsets group by rule order by rule""", "expirable_offsets").to_pylist()
 
 
@@ -62,7 +62,7 @@ def expiring_soon(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> lis
     """Committed offsets Kafka expires within `within_hours` (already due ones included), soonest first."""
     return lake.query(f"""
         select "group", topic, "partition", rule, group_state, committed_offset, expires_at,
-               hours_until_expiry, expired_now
+               hours_until_expiry, is_expired
         from expirable_offsets where hours_until_expiry <= {float(within_hours)}
         order by hours_until_expiry, "group", topic, "partition"
         """, "expirable_offsets").to_pylist()
@@ -78,7 +78,7 @@ def expiring_by_topic(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) ->
             "group": row["group"], "topic": row["topic"], "rule": row["rule"], "group_state": row["group_state"],
             "partitions": 0, "due_now": 0, "first_expires_at": None, "hours_until_first": row["hours_until_expiry"]})
         entry["partitions"] += 1
-        entry["due_now"] += int(bool(row["expired_now"]))
+        entry["due_now"] += int(bool(row["is_expired"]))
         entry["first_expires_at"] = _earliest(entry["first_expires_at"], row["expires_at"])
     # expiring_soon orders by hours until expiry, so each entry's first row was its soonest
     return list(grouped.values())

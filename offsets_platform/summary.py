@@ -95,7 +95,7 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
         lines.append(f"  OffsetDelete {row['group']} {row['topic']}-{row['partition']} (offset {row['committed_offset']})")
     lines += _more(offset_deletes, "stale offsets")
     for row in group_deletes[:SHOWN]:
-        lines.append(f"  DeleteGroups {row['group']} (Empty since {row['state_since']:%Y-%m-%d %H:%M} UTC)")
+        lines.append(f"  DeleteGroups {row['group']} (Empty since {row['state_entered_at']:%Y-%m-%d %H:%M} UTC)")
     lines += _more(group_deletes, "groups")
     return lines
 

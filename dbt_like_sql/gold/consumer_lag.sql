@@ -90,7 +90,7 @@ estimated as (
                     / (w.crossing.end - w.crossing.previous_end) as bigint
                 ))
         end as oldest_unread_written_at,
-        g.oldest_unread_offset < g.log_end_offset and w.crossing.previous_at is null as time_lag_is_lower_bound
+        g.oldest_unread_offset < g.log_end_offset and w.crossing.previous_at is null as is_time_lag_lower_bound
     from lagging as g
     left join written as w on g.`group` = w.`group` and g.topic = w.topic and g.`partition` = w.`partition`
 )
@@ -104,8 +104,8 @@ select
     log_end_offset,
     greatest(log_end_offset - committed_offset, 0) as lag_messages,
     greatest(unix_millis(measured_at) - unix_millis(oldest_unread_written_at), 0) as lag_ms,
-    time_lag_is_lower_bound,
-    committed_offset < log_start_offset as below_log_start,
+    is_time_lag_lower_bound,
+    committed_offset < log_start_offset as is_below_log_start,
     greatest(log_start_offset - committed_offset, 0) as messages_below_log_start,
     greatest(log_end_offset - oldest_unread_offset, 0) as unread_in_log,
     measured_at

@@ -70,14 +70,14 @@ abandoned as (
 
 log_commits as (
     select
-        r.`group`,
+        r.group_id as `group`,
         r.topic,
-        r.`partition`,
-        r.offset as committed_offset,
-        coalesce(unix_millis(r.commit_timestamp), unix_millis(r.source_timestamp)) as at_ms,
+        r.partition_id as `partition`,
+        r.committed_offset,
+        coalesce(unix_millis(r.committed_at), unix_millis(r.appended_at)) as at_ms,
         r.source_offset
-    from {{ source('bronze', 'offset_commit_records') }} as r
-    where not r.tombstone
+    from {{ ref('stg_kafka__offset_commits') }} as r
+    where not r.is_tombstone
 ),
 
 log_observations as (

@@ -6,7 +6,7 @@
 -- a new generation; a static member rejoining writes one in the same generation and is not one.
 -- Kafka writes expirations and deletions alike as tombstones, so each
 -- tombstone that removed an offset is classified by the rules: an expiration when the offset was
--- a candidate for expiration (offset_removals.base_time, from the group's state in the log at
+-- a candidate for expiration (offset_removals.base_at, from the group's state in the log at
 -- that moment) and had expired by the tombstone's time with the retention in force; otherwise a
 -- deletion. Deletions the project performed itself are known exactly from cleanup_audit: a
 -- tombstone within 10 minutes of one of them is a deletion, and an audited OffsetDelete whose
@@ -19,12 +19,12 @@ with removals as (
 
 project_deletions as (
     select
-        `group`,
+        group_id,
         topic,
-        `partition`,
+        partition_id,
         action,
-        at
-    from {{ source('cleanup', 'cleanup_audit') }}
+        recorded_at
+    from {{ ref('stg_cleanup__audit') }}
     where outcome = 'deleted'
 ),
 
@@ -36,8 +36,8 @@ tombstones_by_project as (
     from removals as t
     inner join project_deletions as d
         on
-            t.`group` = d.`group` and (d.topic is null or (t.topic = d.topic and t.`partition` = d.`partition`))
-            and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
+            t.`group` = d.group_id and (d.topic is null or (t.topic = d.topic and t.`partition` = d.partition_id))
+            and abs(unix_seconds(d.recorded_at) - unix_seconds(t.removed_at)) <= 600
 ),
 
 retention as (
@@ -46,7 +46,7 @@ retention as (
 
 events as (
     select
-        minute_start as at,
+        minute_start_at as at,
         'commit' as event,
         offset_commits as n
     from {{ ref('offset_commit_counts') }}
@@ -58,11 +58,11 @@ events as (
             -- isOffsetExpired at the tombstone's time, in Kafka's milliseconds and Java's
             -- long arithmetic (try_subtract is null where it overflows: not expired)
             when
-                r.base_time_ms is not null and (
-                    (r.expire_timestamp_ms is not null and unix_millis(r.removed_at) >= r.expire_timestamp_ms)
+                r.base_at_ms is not null and (
+                    (r.legacy_expires_at_ms is not null and unix_millis(r.removed_at) >= r.legacy_expires_at_ms)
                     or (
-                        r.expire_timestamp_ms is null
-                        and try_subtract(unix_millis(r.removed_at), r.base_time_ms)
+                        r.legacy_expires_at_ms is null
+                        and try_subtract(unix_millis(r.removed_at), r.base_at_ms)
                         >= (select minutes from retention) * 60000
                     )
                 )
@@ -74,37 +74,37 @@ events as (
     left join
         tombstones_by_project as p
         on r.source_partition = p.source_partition and r.source_offset = p.source_offset
-    where r.removed_an_offset
+    where r.is_offset_removed
     union all
     select
-        d.at,
+        d.recorded_at,
         'deletion',
         1
     from project_deletions as d
     left anti join removals as t
         on
-            d.`group` = t.`group` and d.topic = t.topic and d.`partition` = t.`partition`
-            and abs(unix_seconds(d.at) - unix_seconds(t.removed_at)) <= 600
+            d.group_id = t.`group` and d.topic = t.topic and d.partition_id = t.`partition`
+            and abs(unix_seconds(d.recorded_at) - unix_seconds(t.removed_at)) <= 600
     where d.action = 'OffsetDelete'
     union all
     select
-        source_timestamp,
+        appended_at,
         'rebalance',
         1
     from (
         select
-            source_timestamp,
-            tombstone,
+            appended_at,
+            is_tombstone,
             member_count,
             generation,
-            lag(generation) over (partition by `group` order by source_offset) as previous_generation
-        from {{ source('bronze', 'group_metadata_records') }}
+            lag(generation) over (partition by group_id order by source_offset) as previous_generation
+        from {{ ref('stg_kafka__group_metadata') }}
     )
-    where not tombstone and member_count > 0 and (previous_generation is null or generation > previous_generation)
+    where not is_tombstone and member_count > 0 and (previous_generation is null or generation > previous_generation)
 )
 
 select
-    timestamp_seconds(floor(unix_seconds(at) / {{ bucket_seconds }}) * {{ bucket_seconds }}) as bucket_start,
+    timestamp_seconds(floor(unix_seconds(at) / {{ bucket_seconds }}) * {{ bucket_seconds }}) as bucket_start_at,
     {{ var('metrics_bucket_minutes') }} as bucket_minutes,
     sum(if(event = 'commit', n, 0)) as offset_commits,
     sum(if(event = 'expiration', n, 0)) as offset_expirations,

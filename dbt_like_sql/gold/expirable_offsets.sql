@@ -29,15 +29,15 @@ subscribed as (
 unknown_subscriptions as (
     -- consumer-protocol members whose subscription could not be read: Kafka then expires nothing
     select distinct `group` from {{ ref('group_members') }}
-    where not subscription_decoded and subscribed_topic_regex is null
+    where not is_subscription_decoded and subscribed_topic_regex is null
 ),
 
 pending as (
     select distinct
-        `group`,
+        group_id,
         topic,
-        `partition`
-    from {{ source('bronze', 'pending_offset_commits') }}
+        partition_id
+    from {{ ref('stg_kafka__pending_offset_commits') }}
 ),
 
 retention as (
@@ -51,13 +51,13 @@ facts as (
         coalesce(g.classification, 'standalone') as classification,
         g.protocol_type,
         g.member_count,
-        g.current_state_timestamp,
-        g.current_state_timestamp_ms,
-        g.state_since,
+        g.current_state_at,
+        g.current_state_at_ms,
+        g.state_entered_at,
         g.state_source,
         s.topic is not null as topic_subscribed,
         u.`group` is not null as subscriptions_unknown,
-        p.`group` is not null as pending_transaction,
+        p.group_id is not null as pending_transaction,
         (select minutes from retention) as retention_minutes,
         (select minutes from retention) * 60000 as retention_ms,
         unix_millis(timestamp {{ var("as_of") | sql_string }}) as as_of_ms
@@ -65,7 +65,7 @@ facts as (
     left join groups as g on o.`group` = g.`group`
     left join subscribed as s on o.`group` = s.`group` and o.topic = s.topic
     left join unknown_subscriptions as u on o.`group` = u.`group`
-    left join pending as p on o.`group` = p.`group` and o.topic = p.topic and o.`partition` = p.`partition`
+    left join pending as p on o.`group` = p.group_id and o.topic = p.topic and o.`partition` = p.partition_id
 ),
 
 by_group as (
@@ -107,15 +107,15 @@ timed as (
         -- the client's retention may be negative, putting that timestamp before the commit).
         -- An Empty group's base is when it became Empty; snapshots only bound that time.
         case
-            when expire_timestamp_ms is not null then null
+            when legacy_expires_at_ms is not null then null
             when group_rule = 'empty_group'
                 then coalesce(
-                    current_state_timestamp_ms,
-                    case when state_source = 'snapshot' then unix_millis(state_since) end,
-                    commit_time_estimate_ms
+                    current_state_at_ms,
+                    case when state_source = 'snapshot' then unix_millis(state_entered_at) end,
+                    estimated_committed_at_ms
                 )
-            when group_rule is not null then commit_time_estimate_ms
-        end as base_time_ms
+            when group_rule is not null then estimated_committed_at_ms
+        end as base_at_ms
     from by_group
 ),
 
@@ -124,7 +124,7 @@ ruled as (
         *,
         case
             when group_rule is null then 'not_eligible'
-            when expire_timestamp_ms is not null then 'legacy_expire_timestamp'
+            when legacy_expires_at_ms is not null then 'legacy_expire_timestamp'
             else group_rule
         end as rule,
         -- isOffsetExpired: now >= expireTimestampMs, else now - base >= offsetsRetentionMs in
@@ -132,15 +132,15 @@ ruled as (
         -- (try_subtract is null exactly where Java's subtraction overflows)
         case
             when group_rule is null then false
-            when expire_timestamp_ms is not null then as_of_ms >= expire_timestamp_ms
-            else coalesce(try_subtract(as_of_ms, base_time_ms) >= retention_ms, false)
+            when legacy_expires_at_ms is not null then as_of_ms >= legacy_expires_at_ms
+            else coalesce(try_subtract(as_of_ms, base_at_ms) >= retention_ms, false)
         end as expired,
         -- the instant Kafka's check starts to hold; null when it never will
         case
             when group_rule is null then null
-            when expire_timestamp_ms is not null then expire_timestamp_ms
-            when try_subtract(as_of_ms, base_time_ms) is null then null
-            else try_add(base_time_ms, retention_ms)
+            when legacy_expires_at_ms is not null then legacy_expires_at_ms
+            when try_subtract(as_of_ms, base_at_ms) is null then null
+            else try_add(base_at_ms, retention_ms)
         end as expires_at_ms
     from timed
 )
@@ -150,24 +150,24 @@ select
     topic,
     `partition`,
     committed_offset,
-    commit_timestamp,
-    commit_time_estimate,
+    committed_at,
+    estimated_committed_at,
     commit_time_source,
     group_state,
     classification,
     rule,
     coalesce(not_eligible_reason, case when rule = 'not_eligible' then 'no rule applies' end)
         as not_eligible_reason,
-    {{ lake_timestamp('base_time_ms') }} as base_time,
+    {{ lake_timestamp('base_at_ms') }} as base_at,
     -- exact when the times come from the log; from snapshots they are upper bounds
     (rule <> 'not_eligible' and (
         commit_time_source = 'snapshot'
-        or (group_rule = 'empty_group' and current_state_timestamp_ms is null and state_source = 'snapshot')
+        or (group_rule = 'empty_group' and current_state_at_ms is null and state_source = 'snapshot')
     ))
-        as base_time_estimated,
+        as is_base_estimated,
     retention_minutes,
     {{ lake_timestamp('expires_at_ms') }} as expires_at,
-    expired as expired_now,
+    expired as is_expired,
     -- Abandoned: the group reads on, but none of its members subscribes to the topic any more
     -- (known subscriptions). Its offset there is left behind, not a backlog: Kafka expires it
     -- by the unsubscribed-topic rule, and the lag and losses on it are no one's.
@@ -178,7 +178,7 @@ select
     ) > 0 as is_abandoned,
     round((cast(expires_at_ms as double) - as_of_ms) / 3600e3, 3) as hours_until_expiry,
     timestamp {{ var("as_of") | sql_string }} as evaluated_at,
-    commit_time_estimate_ms,
-    base_time_ms,
+    estimated_committed_at_ms,
+    base_at_ms,
     expires_at_ms
 from ruled

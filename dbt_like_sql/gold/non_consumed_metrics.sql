@@ -4,7 +4,7 @@
 {% set bucket_seconds = var('metrics_bucket_minutes') * 60 %}
 select
     timestamp_seconds(floor(unix_seconds(observed_at) / {{ bucket_seconds }}) * {{ bucket_seconds }})
-        as bucket_start,
+        as bucket_start_at,
     {{ var('metrics_bucket_minutes') }} as bucket_minutes,
     topic,
     `partition`,

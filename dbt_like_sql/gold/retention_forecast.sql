@@ -21,7 +21,7 @@ select
     g.`partition`,
     g.unread_in_log,
     g.lag_ms as oldest_unconsumed_age_ms,
-    g.time_lag_is_lower_bound,
+    g.is_time_lag_lower_bound,
     c.retention_ms,
     round((c.retention_ms - g.lag_ms) / 3600e3, 3) as hours_left,
     timestamp_millis(unix_millis(g.measured_at) + c.retention_ms - g.lag_ms) as deletion_expected_at,

@@ -30,16 +30,16 @@ moves as (
     select * from (
         select
             o.topic,
-            o.`partition`,
+            o.partition_id as `partition`,
             o.snapshot_id,
             s.snapshot_at,
             o.log_start_offset,
             lag(o.log_start_offset) over w as previous_log_start_offset,
             lag(o.snapshot_id) over w as previous_snapshot_id,
             lag(s.snapshot_at) over w as previous_snapshot_at
-        from {{ source('bronze', 'log_offset_snapshots') }} as o
+        from {{ ref('stg_snapshots__log_offsets') }} as o
         inner join snapshots as s on o.snapshot_id = s.snapshot_id
-        window w as (partition by o.topic, o.`partition` order by s.snapshot_at)
+        window w as (partition by o.topic, o.partition_id order by s.snapshot_at)
     )
     where log_start_offset > previous_log_start_offset
 ),
@@ -51,7 +51,7 @@ configs as (
         c.retention_ms,
         c.retention_bytes,
         c.cleanup_policy
-    from {{ source('bronze', 'topic_configs') }} as c
+    from {{ ref('stg_snapshots__topic_configs') }} as c
 ),
 
 window_bounds as (
@@ -69,32 +69,32 @@ held as (
         m.topic,
         m.`partition`,
         m.snapshot_id,
-        o.`group`,
+        o.group_id as `group`,
         o.committed_offset,
         o.snapshot_id = m.previous_snapshot_id as at_start,
         o.snapshot_id = m.snapshot_id as at_end
     from moves as m
-    inner join {{ source('bronze', 'committed_offset_snapshots') }} as o
+    inner join {{ ref('stg_snapshots__committed_offsets') }} as o
         on
-            m.topic = o.topic and m.`partition` = o.`partition`
+            m.topic = o.topic and m.`partition` = o.partition_id
             and o.snapshot_id in (m.previous_snapshot_id, m.snapshot_id)
     union all
     select /*+ broadcast(m) */
         m.topic,
         m.`partition`,
         m.snapshot_id,
-        r.`group`,
-        case when not r.tombstone then r.offset end,
+        r.group_id,
+        case when not r.is_tombstone then r.committed_offset end,
         false,
         false
     from moves as m
-    inner join {{ source('bronze', 'offset_commit_records') }} as r
+    inner join {{ ref('stg_kafka__offset_commits') }} as r
         on
-            m.topic = r.topic and m.`partition` = r.`partition`
-            and m.previous_snapshot_at < r.source_timestamp and m.snapshot_at >= r.source_timestamp
+            m.topic = r.topic and m.`partition` = r.partition_id
+            and m.previous_snapshot_at < r.appended_at and m.snapshot_at >= r.appended_at
     where
-        r.source_timestamp > (select earliest from window_bounds)
-        and r.source_timestamp <= (select latest from window_bounds)
+        r.appended_at > (select earliest from window_bounds)
+        and r.appended_at <= (select latest from window_bounds)
 ),
 
 held_per_group as (

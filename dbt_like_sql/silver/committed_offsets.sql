@@ -17,8 +17,8 @@ latest_snapshot as (
 
 snapshot_groups as (
     -- groups the latest snapshot described and fetched offsets of without an error
-    select distinct g.`group`
-    from {{ source('bronze', 'group_snapshots') }} as g
+    select distinct g.group_id as `group`
+    from {{ ref('stg_snapshots__groups') }} as g
     inner join {{ ref('stg_snapshots__complete_snapshots') }} as l on g.snapshot_id = l.snapshot_id and l.is_latest
 ),
 
@@ -27,20 +27,20 @@ joined as (
         coalesce(l.`group`, s.`group`) as `group`,
         coalesce(l.topic, s.topic) as topic,
         coalesce(l.`partition`, s.`partition`) as `partition`,
-        l.removed,
+        l.is_removed,
         l.committed_offset as log_offset,
         l.leader_epoch as log_leader_epoch,
         l.metadata as log_metadata,
-        l.commit_timestamp,
-        l.expire_timestamp,
-        l.commit_timestamp_ms,
-        l.expire_timestamp_ms,
-        l.record_timestamp,
+        l.committed_at,
+        l.legacy_expires_at,
+        l.committed_at_ms,
+        l.legacy_expires_at_ms,
+        l.appended_at,
         s.committed_offset as snapshot_offset,
         s.leader_epoch as snapshot_leader_epoch,
         s.metadata as snapshot_metadata,
         s.first_seen_at,
-        s.committed_after,
+        s.last_unseen_at,
         (select snapshot_at from latest_snapshot) as snapshot_at,
         g.`group` is not null as snapshot_covers_group
     from log_offsets as l
@@ -56,15 +56,15 @@ decided as (
             when log_offset is not null and snapshot_offset is not null
                 then
                     case
-                        when log_offset = snapshot_offset or record_timestamp >= snapshot_at
+                        when log_offset = snapshot_offset or appended_at >= snapshot_at
                             then 'log'
                         else 'snapshot'
                     end
             when snapshot_offset is not null
                 then
-                    case when removed and record_timestamp >= snapshot_at then 'removed' else 'snapshot' end
-            when removed then 'removed'
-            when snapshot_covers_group and record_timestamp < snapshot_at then 'removed'
+                    case when is_removed and appended_at >= snapshot_at then 'removed' else 'snapshot' end
+            when is_removed then 'removed'
+            when snapshot_covers_group and appended_at < snapshot_at then 'removed'
             else 'log'
         end as taken_from
     from joined
@@ -77,20 +77,20 @@ select
     case when taken_from = 'log' then log_offset else snapshot_offset end as committed_offset,
     case when taken_from = 'log' then log_leader_epoch else snapshot_leader_epoch end as leader_epoch,
     case when taken_from = 'log' then log_metadata else snapshot_metadata end as metadata,
-    case when times_from_log then commit_timestamp end as commit_timestamp,
-    case when times_from_log then expire_timestamp end as expire_timestamp,
+    case when times_from_log then committed_at end as committed_at,
+    case when times_from_log then legacy_expires_at end as legacy_expires_at,
     -- not a coalesce: a log commit time outside the timestamps' range is still the commit time
-    case when times_from_log then commit_timestamp else first_seen_at end as commit_time_estimate,
+    case when times_from_log then committed_at else first_seen_at end as estimated_committed_at,
     case when times_from_log then 'log' else 'snapshot' end as commit_time_source,
     case
         when log_offset is not null and snapshot_offset is not null then 'both'
         when taken_from = 'log' then 'log' else 'snapshot'
     end as seen_in,
     snapshot_at,
-    case when times_from_log then commit_timestamp_ms end as commit_timestamp_ms,
-    case when times_from_log then expire_timestamp_ms end as expire_timestamp_ms,
-    case when times_from_log then commit_timestamp_ms else unix_millis(first_seen_at) end
-        as commit_time_estimate_ms
+    case when times_from_log then committed_at_ms end as committed_at_ms,
+    case when times_from_log then legacy_expires_at_ms end as legacy_expires_at_ms,
+    case when times_from_log then committed_at_ms else unix_millis(first_seen_at) end
+        as estimated_committed_at_ms
 from (
     -- the log's commit time also holds when the snapshot shows the same offset
     select

@@ -8,62 +8,64 @@ with groups as (
 
 classic as (
     select
-        m.`group`,
+        m.group_id as `group`,
         m.member_id,
         m.group_instance_id,
         m.client_id,
         m.client_host,
         m.subscribed_topics,
         cast(null as string) as subscribed_topic_regex,
-        m.subscription_version is not null as subscription_decoded,
+        m.subscription_version is not null as is_subscription_decoded,
         'log' as source
     from groups as g
-    inner join {{ source('bronze', 'group_metadata_members') }} as m
+    inner join {{ ref('stg_kafka__group_members') }} as m
         on g.log_source_partition = m.source_partition and g.log_source_offset = m.source_offset
     where g.state_source = 'log' and g.log_kind = 'classic'
 ),
 
 kip848_latest as (
     select
-        `group`,
+        group_id,
         member_id,
-        max_by(struct(*), source_offset) as r
-    from {{ source('bronze', 'consumer_group_records') }}
+        max_by(
+            struct(is_tombstone, client_id, client_host, subscribed_topic_names, subscribed_topic_regex), source_offset
+        ) as r
+    from {{ ref('stg_kafka__consumer_groups') }}
     where record_type = 'consumer_group_member_metadata'
-    group by `group`, member_id
+    group by group_id, member_id
 ),
 
 kip848 as (
     select
-        k.`group`,
+        k.group_id as `group`,
         k.member_id,
         cast(null as string) as group_instance_id,
         k.r.client_id,
         k.r.client_host,
         k.r.subscribed_topic_names as subscribed_topics,
         k.r.subscribed_topic_regex,
-        true as subscription_decoded,
+        true as is_subscription_decoded,
         'log' as source
     from kip848_latest as k
-    inner join groups as g on k.`group` = g.`group`
-    where not k.r.tombstone and g.state_source = 'log' and g.log_kind = 'kip848'
+    inner join groups as g on k.group_id = g.`group`
+    where not k.r.is_tombstone and g.state_source = 'log' and g.log_kind = 'kip848'
 ),
 
 snapshot as (
     select
-        m.`group`,
+        m.group_id as `group`,
         m.member_id,
         m.group_instance_id,
         m.client_id,
         m.client_host,
         m.subscribed_topics,
         m.subscribed_topic_regex,
-        m.subscribed_topics is not null or m.subscribed_topic_regex is not null as subscription_decoded,
+        m.subscribed_topics is not null or m.subscribed_topic_regex is not null as is_subscription_decoded,
         'snapshot' as source
     from groups as g
     inner join
-        {{ source('bronze', 'group_member_snapshots') }} as m
-        on g.snapshot_id = m.snapshot_id and g.`group` = m.`group`
+        {{ ref('stg_snapshots__group_members') }} as m
+        on g.snapshot_id = m.snapshot_id and g.`group` = m.group_id
     where g.state_source = 'snapshot'
 )
 

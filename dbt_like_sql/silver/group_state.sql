@@ -27,7 +27,7 @@ latest_snapshot as (
 
 snapshot_now as (
     select
-        g.`group`,
+        g.group_id as `group`,
         g.group_type,
         g.state,
         g.protocol_type,
@@ -35,7 +35,7 @@ snapshot_now as (
         g.member_count,
         g.snapshot_at,
         g.snapshot_id
-    from {{ source('bronze', 'group_snapshots') }} as g
+    from {{ ref('stg_snapshots__groups') }} as g
     inner join latest_snapshot as l on g.snapshot_id = l.snapshot_id
 ),
 
@@ -53,7 +53,7 @@ standalone as (
     -- a standalone group has been Empty since its last commit
     select
         `group`,
-        max(commit_time_estimate) as last_commit
+        max(estimated_committed_at) as last_commit
     from {{ ref('committed_offsets') }}
     group by `group`
 ),
@@ -109,15 +109,15 @@ resolved as (
         -- The log's record of a transition is exact; a snapshot only bounds when it happened.
         -- So when a newer snapshot reports the state the latest log record wrote, and the
         -- snapshots first saw it after that record, the log's times stand.
-        case when state_source = 'log' or log_state_holds then log.current_state_timestamp
-        end as current_state_timestamp,
-        case when state_source = 'log' or log_state_holds then log.current_state_timestamp_ms
-        end as current_state_timestamp_ms,
+        case when state_source = 'log' or log_state_holds then log.current_state_at
+        end as current_state_at,
+        case when state_source = 'log' or log_state_holds then log.current_state_at_ms
+        end as current_state_at_ms,
         case
-            when state_source = 'log' or log_state_holds then coalesce(log.current_state_timestamp, log.observed_at)
+            when state_source = 'log' or log_state_holds then coalesce(log.current_state_at, log.observed_at)
             when state_source = 'snapshot' then coalesce(snapshot_since, snapshot_at)
             else last_commit
-        end as state_since,
+        end as state_entered_at,
         case state_source when 'snapshot' then snapshot_at when 'log' then log.observed_at end as observed_at,
         log.kind as log_kind,
         log.source_partition as log_source_partition,
@@ -141,13 +141,13 @@ select
     generation,
     leader,
     member_count,
-    current_state_timestamp,
-    state_since,
+    current_state_at,
+    state_entered_at,
     state_source,
     observed_at,
     log_kind,
     log_source_partition,
     log_source_offset,
     snapshot_id,
-    current_state_timestamp_ms
+    current_state_at_ms
 from resolved

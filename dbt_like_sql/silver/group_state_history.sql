@@ -13,41 +13,40 @@
 -- old ones), so the latest record tells the group's kind now.
 with classic as (
     select
-        `group`,
-        source_timestamp as observed_at,
-        case when tombstone then 'Dead' when member_count = 0 then 'Empty' else 'Stable' end as state,
+        group_id,
+        appended_at as observed_at,
+        case when is_tombstone then 'Dead' when member_count = 0 then 'Empty' else 'Stable' end as state,
         protocol_type,
         protocol,
         generation,
         leader,
         member_count,
-        current_state_timestamp,
+        current_state_at,
         'log' as source,
         'classic' as kind,
         source_partition,
         source_offset,
         cast(null as string) as snapshot_id,
         -- as Kafka stored it, also where the timestamp cannot hold it (null there)
-        coalesce(unix_millis(current_state_timestamp), current_state_timestamp_out_of_range_ms)
-            as current_state_timestamp_ms
-    from {{ source('bronze', 'group_metadata_records') }}
+        current_state_at_ms
+    from {{ ref('stg_kafka__group_metadata') }}
 ),
 
 modern_member_records as (
     select
-        `group`,
+        group_id,
         member_id,
-        tombstone,
-        source_timestamp,
+        is_tombstone,
+        appended_at,
         source_partition,
         source_offset,
         case record_type
             when 'consumer_group_member_metadata' then 'kip848'
             when 'share_group_member_metadata' then 'share' else 'streams'
         end as kind,
-        lag(tombstone) over (partition by `group`, record_type, member_id order by source_offset)
+        lag(is_tombstone) over (partition by group_id, record_type, member_id order by source_offset)
             as previous_tombstone
-    from {{ source('bronze', 'consumer_group_records') }}
+    from {{ ref('stg_kafka__consumer_groups') }}
     where record_type in (
         'consumer_group_member_metadata', 'share_group_member_metadata',
         'streams_group_member_metadata'
@@ -59,8 +58,8 @@ modern_member_changes as (
     select
         *,
         case
-            when not tombstone and coalesce(previous_tombstone, true) then 1
-            when tombstone and previous_tombstone = false then -1
+            when not is_tombstone and coalesce(previous_tombstone, true) then 1
+            when is_tombstone and previous_tombstone = false then -1
             else 0
         end as change
     from modern_member_records
@@ -68,11 +67,11 @@ modern_member_changes as (
 
 modern_members as (
     select
-        `group`,
+        group_id,
         kind,
-        source_timestamp as observed_at,
+        appended_at as observed_at,
         cast(sum(change) over (
-            partition by `group`, kind order by source_offset
+            partition by group_id, kind order by source_offset
             rows between unbounded preceding and current row
         ) as int) as member_count,
         source_partition,
@@ -83,24 +82,24 @@ modern_members as (
 
 modern_deleted as (
     select
-        `group`,
-        source_timestamp as observed_at,
+        group_id,
+        appended_at as observed_at,
         source_partition,
         source_offset,
         case record_type
             when 'consumer_group_metadata' then 'kip848'
             when 'share_group_metadata' then 'share' else 'streams'
         end as kind
-    from {{ source('bronze', 'consumer_group_records') }}
+    from {{ ref('stg_kafka__consumer_groups') }}
     where
         record_type in ('consumer_group_metadata', 'share_group_metadata', 'streams_group_metadata')
-        and tombstone
+        and is_tombstone
 ),
 
 modern as (
     -- protocol types as ListGroups reports them (ConsumerGroup, ShareGroup, StreamsGroup.protocolType)
     select
-        `group`,
+        group_id,
         observed_at,
         case when member_count = 0 then 'Empty' else 'Stable' end as state,
         case kind when 'kip848' then 'consumer' else kind end as protocol_type,
@@ -108,17 +107,17 @@ modern as (
         cast(null as int) as generation,
         cast(null as string) as leader,
         member_count,
-        cast(null as timestamp) as current_state_timestamp,
+        cast(null as timestamp) as current_state_at,
         'log' as source,
         kind,
         source_partition,
         source_offset,
         cast(null as string) as snapshot_id,
-        cast(null as bigint) as current_state_timestamp_ms
+        cast(null as bigint) as current_state_at_ms
     from modern_members
     union all
     select
-        `group`,
+        group_id,
         observed_at,
         'Dead',
         case kind when 'kip848' then 'consumer' else kind end,
@@ -138,21 +137,21 @@ modern as (
 
 snapshot_observations as (
     select
-        g.`group`,
+        g.group_id,
         g.snapshot_at as observed_at,
         g.state,
         g.protocol_type,
         g.protocol,
         g.member_count,
         g.snapshot_id,
-        lag(g.state) over (partition by g.`group` order by g.snapshot_at) as previous_state
-    from {{ source('bronze', 'group_snapshots') }} as g
+        lag(g.state) over (partition by g.group_id order by g.snapshot_at) as previous_state
+    from {{ ref('stg_snapshots__groups') }} as g
     inner join {{ ref('stg_snapshots__complete_snapshots') }} as b on g.snapshot_id = b.snapshot_id
 ),
 
 snapshots as (
     select
-        `group`,
+        group_id,
         observed_at,
         state,
         protocol_type,
@@ -160,19 +159,37 @@ snapshots as (
         cast(null as int) as generation,
         cast(null as string) as leader,
         member_count,
-        cast(null as timestamp) as current_state_timestamp,
+        cast(null as timestamp) as current_state_at,
         'snapshot' as source,
         'snapshot' as kind,
         cast(null as int) as source_partition,
         cast(null as bigint) as source_offset,
         snapshot_id,
-        cast(null as bigint) as current_state_timestamp_ms
+        cast(null as bigint) as current_state_at_ms
     from snapshot_observations
     where previous_state is null or previous_state <> state
 )
 
-select * from classic
-union all
-select * from modern
-union all
-select * from snapshots
+select
+    group_id as `group`,
+    observed_at,
+    state,
+    protocol_type,
+    protocol,
+    generation,
+    leader,
+    member_count,
+    current_state_at,
+    source,
+    kind,
+    source_partition,
+    source_offset,
+    snapshot_id,
+    current_state_at_ms
+from (
+    select * from classic
+    union all
+    select * from modern
+    union all
+    select * from snapshots
+) as observations

@@ -26,44 +26,44 @@ by_name as (
 
 regex_latest as (
     select
-        `group`,
+        group_id,
         regular_expression,
-        max_by(struct(tombstone, resolved_topics), source_offset) as r
-    from {{ source('bronze', 'consumer_group_records') }}
+        max_by(struct(is_tombstone, resolved_topics), source_offset) as r
+    from {{ ref('stg_kafka__consumer_groups') }}
     where record_type = 'consumer_group_regular_expression'
-    group by `group`, regular_expression
+    group by group_id, regular_expression
 ),
 
 by_regex as (
     -- each member using the expression subscribes; the expression itself counts as one subscriber
     -- when its members are not known (a snapshot that did not describe them)
     select
-        x.`group`,
+        x.group_id as `group`,
         coalesce(m.member_id, concat('regex ', x.regular_expression)) as subscriber,
         explode(x.r.resolved_topics) as topic
     from regex_latest as x
-    inner join groups as g on x.`group` = g.`group` and g.classification = 'kip848_consumer' and g.state <> 'Dead'
-    left join members as m on x.`group` = m.`group` and x.regular_expression = m.subscribed_topic_regex
-    where not x.r.tombstone
+    inner join groups as g on x.group_id = g.`group` and g.classification = 'kip848_consumer' and g.state <> 'Dead'
+    left join members as m on x.group_id = m.`group` and x.regular_expression = m.subscribed_topic_regex
+    where not x.r.is_tombstone
 ),
 
 topology_latest as (
     select
-        `group`,
-        max_by(struct(tombstone, source_topics), source_offset) as r
-    from {{ source('bronze', 'consumer_group_records') }}
+        group_id,
+        max_by(struct(is_tombstone, source_topics), source_offset) as r
+    from {{ ref('stg_kafka__consumer_groups') }}
     where record_type = 'streams_group_topology'
-    group by `group`
+    group by group_id
 ),
 
 by_topology as (
     select
-        t.`group`,
+        t.group_id as `group`,
         explode(t.r.source_topics) as topic,
         g.member_count
     from topology_latest as t
-    inner join groups as g on t.`group` = g.`group` and g.classification = 'streams'
-    where not t.r.tombstone and g.state not in ('Empty', 'Dead') and g.member_count > 0
+    inner join groups as g on t.group_id = g.`group` and g.classification = 'streams'
+    where not t.r.is_tombstone and g.state not in ('Empty', 'Dead') and g.member_count > 0
 ),
 
 counted as (

@@ -4,7 +4,7 @@
 -- offset is the latest record; an incremental run folds in only the newly ingested records
 -- (they are all later than what the table holds).
 with records as (
-    select * from {{ source('bronze', 'offset_commit_records', new_only=true) }}
+    select * from {{ ref('stg_kafka__offset_commits', new_only=true) }}
 ),
 
 latest as (
@@ -17,25 +17,25 @@ latest as (
         max_by(source_partition, source_offset) as source_partition,
         max(source_offset) as source_offset
     from records
-    group by `group`, topic, `partition`
+    group by group_id, topic, partition_id
 )
 
 select /*+ broadcast(l) */
-    `group`,
+    group_id as `group`,
     topic,
-    `partition`,
-    tombstone as removed,
-    offset as committed_offset,
+    partition_id as `partition`,
+    is_tombstone as is_removed,
+    committed_offset,
     leader_epoch,
     metadata,
-    commit_timestamp,
-    expire_timestamp,
+    committed_at,
+    legacy_expires_at,
     value_version,
-    source_timestamp as record_timestamp,
+    appended_at,
     source_partition,
     source_offset,
     -- the times as Kafka stored them, also where the timestamps cannot hold them (null there)
-    coalesce(unix_millis(commit_timestamp), commit_timestamp_out_of_range_ms) as commit_timestamp_ms,
-    coalesce(unix_millis(expire_timestamp), expire_timestamp_out_of_range_ms) as expire_timestamp_ms
+    committed_at_ms,
+    legacy_expires_at_ms
 from records as r
 left semi join latest as l on r.source_partition = l.source_partition and r.source_offset = l.source_offset

@@ -13,56 +13,58 @@
 -- (outside the years 1-9999), so coordinator_metrics judges with the values Kafka judged with.
 with new_records as (
     -- in a full run: every record
-    select * from {{ source('bronze', 'offset_commit_records', new_only=true) }}
+    select * from {{ ref('stg_kafka__offset_commits', new_only=true) }}
 ),
 
 removed_keys as (
     -- only partitions with a tombstone need the record before it; sorting just their records
     -- instead of every commit is what keeps a full run fast
     select distinct
-        `group`,
+        group_id,
         topic,
-        `partition`
+        partition_id
     from new_records
-    where tombstone
+    where is_tombstone
 ),
 
 chain as (
     -- broadcast: a hash lookup per record in place of shuffling and sorting every commit
     select /*+ broadcast(k) */
-        r.`group`,
+        r.group_id,
         r.topic,
-        r.`partition`,
-        r.tombstone,
-        r.commit_timestamp,
-        r.expire_timestamp,
-        r.source_timestamp,
+        r.partition_id,
+        r.is_tombstone,
+        r.committed_at,
+        r.legacy_expires_at,
+        r.appended_at,
         r.source_partition,
         r.source_offset,
         false as known_before,
-        coalesce(unix_millis(r.commit_timestamp), r.commit_timestamp_out_of_range_ms) as commit_timestamp_ms,
-        coalesce(unix_millis(r.expire_timestamp), r.expire_timestamp_out_of_range_ms) as expire_timestamp_ms
+        r.committed_at_ms,
+        r.legacy_expires_at_ms
     from new_records as r
-    left semi join removed_keys as k on r.`group` = k.`group` and r.topic = k.topic and r.`partition` = k.`partition`
+    left semi join
+        removed_keys as k
+        on r.group_id = k.group_id and r.topic = k.topic and r.partition_id = k.partition_id
     {% if is_incremental() %}
         union all
         select /*+ broadcast(k) */
             s.`group`,
             s.topic,
             s.`partition`,
-            s.removed,
-            s.commit_timestamp,
-            s.expire_timestamp,
-            s.record_timestamp,
+            s.is_removed,
+            s.committed_at,
+            s.legacy_expires_at,
+            s.appended_at,
             s.source_partition,
             s.source_offset,
             true,
-            s.commit_timestamp_ms,
-            s.expire_timestamp_ms
+            s.committed_at_ms,
+            s.legacy_expires_at_ms
         from {{ ref('log_offset_state', at_last_run=true) }} as s
         left semi join
             removed_keys as k
-            on s.`group` = k.`group` and s.topic = k.topic and s.`partition` = k.`partition`
+            on s.`group` = k.group_id and s.topic = k.topic and s.`partition` = k.partition_id
     {% endif %}
 ),
 
@@ -70,69 +72,66 @@ records as (
     select
         *,
         lag(named_struct(
-            'tombstone', tombstone, 'commit_timestamp', commit_timestamp,
-            'expire_timestamp', expire_timestamp, 'commit_timestamp_ms', commit_timestamp_ms,
-            'expire_timestamp_ms', expire_timestamp_ms
+            'is_tombstone', is_tombstone, 'committed_at', committed_at,
+            'legacy_expires_at', legacy_expires_at, 'committed_at_ms', committed_at_ms,
+            'legacy_expires_at_ms', legacy_expires_at_ms
         ))
-            over (partition by `group`, topic, `partition` order by source_offset) as previous
+            over (partition by group_id, topic, partition_id order by source_offset) as previous
     from chain
 ),
 
 tombstones as (
     select
-        `group`,
+        group_id,
         topic,
-        `partition`,
-        source_timestamp as removed_at,
+        partition_id,
+        appended_at as removed_at,
         source_partition,
         source_offset,
-        previous is not null and not previous.tombstone as removed_an_offset,
-        if(previous.tombstone, null, previous.commit_timestamp) as commit_timestamp,
-        if(previous.tombstone, null, previous.expire_timestamp) as expire_timestamp,
-        if(previous.tombstone, null, previous.commit_timestamp_ms) as commit_timestamp_ms,
-        if(previous.tombstone, null, previous.expire_timestamp_ms) as expire_timestamp_ms
+        previous is not null and not previous.is_tombstone as is_offset_removed,
+        if(previous.is_tombstone, null, previous.committed_at) as committed_at,
+        if(previous.is_tombstone, null, previous.legacy_expires_at) as legacy_expires_at,
+        if(previous.is_tombstone, null, previous.committed_at_ms) as committed_at_ms,
+        if(previous.is_tombstone, null, previous.legacy_expires_at_ms) as legacy_expires_at_ms
     from records
-    where tombstone and not known_before
+    where is_tombstone and not known_before
 ),
 
 stream as (
     -- tombstones interleaved with the group's records, to find the group record in force
     select
-        `group`,
+        group_id,
         source_offset,
         named_struct(
-            'tombstone', tombstone, 'member_count', member_count,
+            'is_tombstone', is_tombstone, 'member_count', member_count,
             'protocol_type', protocol_type,
-            'current_state_timestamp_ms', coalesce(
-                unix_millis(current_state_timestamp),
-                current_state_timestamp_out_of_range_ms
-            ),
+            'current_state_at_ms', current_state_at_ms,
             'source_partition', source_partition, 'source_offset', source_offset
         ) as group_record,
         cast(null as string) as topic,
-        cast(null as int) as `partition`,
+        cast(null as int) as partition_id,
         cast(null as timestamp) as removed_at,
         cast(null as int) as source_partition,
-        cast(null as boolean) as removed_an_offset,
-        cast(null as timestamp) as commit_timestamp,
-        cast(null as timestamp) as expire_timestamp,
-        cast(null as bigint) as commit_timestamp_ms,
-        cast(null as bigint) as expire_timestamp_ms
-    from {{ source('bronze', 'group_metadata_records') }}
+        cast(null as boolean) as is_offset_removed,
+        cast(null as timestamp) as committed_at,
+        cast(null as timestamp) as legacy_expires_at,
+        cast(null as bigint) as committed_at_ms,
+        cast(null as bigint) as legacy_expires_at_ms
+    from {{ ref('stg_kafka__group_metadata') }}
     union all
     select
-        `group`,
+        group_id,
         source_offset,
         null,
         topic,
-        `partition`,
+        partition_id,
         removed_at,
         source_partition,
-        removed_an_offset,
-        commit_timestamp,
-        expire_timestamp,
-        commit_timestamp_ms,
-        expire_timestamp_ms
+        is_offset_removed,
+        committed_at,
+        legacy_expires_at,
+        committed_at_ms,
+        legacy_expires_at_ms
     from tombstones
 ),
 
@@ -141,7 +140,7 @@ tombstones_in_context as (
         select
             *,
             last(group_record, true) over (
-                partition by `group` order by source_offset
+                partition by group_id order by source_offset
                 rows between unbounded preceding and current row
             ) as group_then
         from stream
@@ -159,7 +158,7 @@ subscriptions_then as (
             source_partition,
             source_offset,
             explode(subscribed_topics) as topic
-        from {{ source('bronze', 'group_metadata_members') }}
+        from {{ ref('stg_kafka__group_members') }}
         where subscribed_topics is not null
     )
 ),
@@ -167,37 +166,37 @@ subscriptions_then as (
 kip848_since as (
     -- the group's first KIP-848 record: from then on it is a KIP-848 group
     select
-        `group`,
+        group_id,
         min(source_offset) as first_offset
-    from {{ source('bronze', 'consumer_group_records') }}
-    group by `group`
+    from {{ ref('stg_kafka__consumer_groups') }}
+    group by group_id
 ),
 
 judged as (
     select
-        t.`group`,
+        t.group_id,
         t.topic,
-        t.`partition`,
+        t.partition_id,
         t.removed_at,
         t.source_partition,
         t.source_offset,
-        t.removed_an_offset,
-        t.commit_timestamp,
-        t.expire_timestamp,
-        t.commit_timestamp_ms,
-        t.expire_timestamp_ms,
+        t.is_offset_removed,
+        t.committed_at,
+        t.legacy_expires_at,
+        t.committed_at_ms,
+        t.legacy_expires_at_ms,
         case
-            when not t.removed_an_offset then null
-            when k.`group` is not null then t.commit_timestamp_ms
+            when not t.is_offset_removed then null
+            when k.group_id is not null then t.committed_at_ms
             when
-                t.group_then is null or t.group_then.tombstone
-                or coalesce(t.group_then.protocol_type, '') = '' then t.commit_timestamp_ms
+                t.group_then is null or t.group_then.is_tombstone
+                or coalesce(t.group_then.protocol_type, '') = '' then t.committed_at_ms
             when t.group_then.member_count = 0
-                then coalesce(t.group_then.current_state_timestamp_ms, t.commit_timestamp_ms)
-            when t.group_then.protocol_type = 'consumer' and s.topic is null then t.commit_timestamp_ms
-        end as base_time_ms
+                then coalesce(t.group_then.current_state_at_ms, t.committed_at_ms)
+            when t.group_then.protocol_type = 'consumer' and s.topic is null then t.committed_at_ms
+        end as base_at_ms
     from tombstones_in_context as t
-    left join kip848_since as k on t.`group` = k.`group` and t.source_offset > k.first_offset
+    left join kip848_since as k on t.group_id = k.group_id and t.source_offset > k.first_offset
     left join subscriptions_then as s
         on
             t.group_then.source_partition = s.source_partition and t.group_then.source_offset = s.source_offset
@@ -205,17 +204,17 @@ judged as (
 )
 
 select
-    `group`,
+    group_id as `group`,
     topic,
-    `partition`,
+    partition_id as `partition`,
     removed_at,
     source_partition,
     source_offset,
-    removed_an_offset,
-    commit_timestamp,
-    expire_timestamp,
-    {{ lake_timestamp('base_time_ms') }} as base_time,
-    commit_timestamp_ms,
-    expire_timestamp_ms,
-    base_time_ms
+    is_offset_removed,
+    committed_at,
+    legacy_expires_at,
+    {{ lake_timestamp('base_at_ms') }} as base_at,
+    committed_at_ms,
+    legacy_expires_at_ms,
+    base_at_ms
 from judged

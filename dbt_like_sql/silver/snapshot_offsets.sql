@@ -84,7 +84,7 @@ previous_snapshot as (
         f.group_id,
         f.topic,
         f.partition_id,
-        max(s.snapshot_at) as committed_after
+        max(s.snapshot_at) as last_unseen_at
     from first_seen as f
     inner join snapshots as s on f.first_seen_at > s.snapshot_at
     group by f.group_id, f.topic, f.partition_id
@@ -98,7 +98,7 @@ select
     c.leader_epoch,
     c.metadata,
     f.first_seen_at,
-    p.committed_after,
+    p.last_unseen_at,
     c.snapshot_at
 from current_offsets as c
 inner join first_seen as f on c.group_id = f.group_id and c.topic = f.topic and c.partition_id = f.partition_id

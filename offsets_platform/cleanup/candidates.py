@@ -24,7 +24,7 @@ from offsets_platform.lake.sql_literals import lake_string
 DEFAULT_IDLE_HOURS = 168
 
 _STALE_OFFSETS = """
-select e."group", e.topic, e."partition", e.committed_offset, e.commit_time_estimate, e.expires_at,
+select e."group", e.topic, e."partition", e.committed_offset, e.estimated_committed_at, e.expires_at,
        l.lag_messages
 from expirable_offsets e
 join group_state g on g."group" = e."group"
@@ -40,7 +40,7 @@ order by e."group", e.topic, e."partition"
 @dataclass(frozen=True)
 class CleanupCandidates:
     offset_deletes: list[dict]  # group, topic, partition, committed_offset, commit time, expires_at, lag
-    group_deletes: list[dict]  # group, state, state_since, classification, committed_offsets
+    group_deletes: list[dict]  # group, state, state_entered_at, classification, committed_offsets
     idle_hours: int
 
     def offset_groups(self) -> list[str]:
@@ -68,13 +68,13 @@ def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> Clea
     idle = []
     if now is not None:
         idle = [row for row in lake.query(
-            f"""select g."group", g.state, g.state_since, g.classification,
+            f"""select g."group", g.state, g.state_entered_at, g.classification,
                        count(o.topic) as committed_offsets
                 from group_state g left join committed_offsets o on o."group" = g."group"
                 where g.state = 'Empty' and g.member_count = 0
-                  and g.state_since < to_timestamp_micros({int(now.timestamp() * 1e6)})
+                  and g.state_entered_at < to_timestamp_micros({int(now.timestamp() * 1e6)})
                                       - interval {idle_interval}
-                group by g."group", g.state, g.state_since, g.classification
+                group by g."group", g.state, g.state_entered_at, g.classification
                 order by g."group" """,
             "group_state", "committed_offsets").to_pylist()]
     return CleanupCandidates(offset_deletes=stale, group_deletes=idle, idle_hours=idle_hours)

@@ -161,7 +161,7 @@ def _offset_delete(row: dict, groups: dict, subscriptions: dict, lag: dict, reas
         "member_count": group.get("member_count"),
         "subscribed_topics": sorted(subscriptions.get(row["group"], ())),
         "committed_offset": row["committed_offset"],
-        "commit_time": row.get("commit_time_estimate"),
+        "commit_time": row.get("estimated_committed_at"),
         "lag_messages": lagging.get("lag_messages"),
         # if the group came back with auto.offset.reset=latest, these messages would be skipped
         "messages_lost_on_reset": lagging.get("lag_messages"),
@@ -190,7 +190,7 @@ def _clean_early(lake: Lake, chosen: tuple[str, ...], groups: dict, subscription
 def _delete_group(row: dict, idle_hours: int, offsets: dict[str, int]) -> PlannedAction:
     return PlannedAction(DELETE_GROUPS, row["group"], None, None,
                          f"the group has been Empty for more than {idle_hours} h", facts={
-                             "group_state": row["state"], "state_since": row["state_since"],
+                             "group_state": row["state"], "state_since": row["state_entered_at"],
                              "classification": row["classification"],
                              "committed_offsets": row["committed_offsets"], "member_count": 0,
                              # a standalone consumer stays Empty while it commits: apply compares these

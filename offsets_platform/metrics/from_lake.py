@@ -135,7 +135,7 @@ def _expiring(lake: Lake, within_hours: float) -> list[Family]:
                        "included (model expirable_offsets, hours_until_expiry).")
     due_now = _family("offsets_expiring_due_now", "gauge",
                       "Partitions whose committed offset is due already: Kafka removes it at its next expiration "
-                      "check (model expirable_offsets, expired_now).")
+                      "check (model expirable_offsets, is_expired).")
     first = _family("offsets_expiring_first_timestamp_seconds", "gauge",
                     "When the first of them expires, unix seconds; absent when that time is outside the years "
                     "1-9999 (model expirable_offsets, expires_at).")

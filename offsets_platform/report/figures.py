@@ -114,7 +114,7 @@ def lag_heatmap_figure(lake: Lake) -> go.Figure:
     """consumer_lag's lag_messages as a group x topic-partition grid (blank: no committed offset)."""
     numbers = {"groups": 0, "partitions": 0, "total_lag_messages": 0, "max_lag_messages": 0}
     lag = read_table(lake, "consumer_lag", ["group", "topic", "partition", "lag_messages", "lag_ms",
-                                            "below_log_start"])
+                                            "is_below_log_start"])
     if lag.empty:
         return no_data_figure(LAG_TITLE, numbers)
     numbers.update(groups=lag["group"].nunique(), partitions=len(lag[["topic", "partition"]].drop_duplicates()),
@@ -211,13 +211,13 @@ def expiration_calendar_figure(lake: Lake) -> go.Figure:
     are those Kafka expires at a time outside the years 1-9999 (a client chose the retention),
     which the numbers still count."""
     numbers = {"offsets_that_expire": 0, "already_due": 0, "within_24h": 0, "not_eligible": 0}
-    offsets = read_table(lake, "expirable_offsets", ["rule", "expires_at", "expired_now", "hours_until_expiry",
+    offsets = read_table(lake, "expirable_offsets", ["rule", "expires_at", "is_expired", "hours_until_expiry",
                                                      "expires_at_ms"])
     numbers["not_eligible"] = int((offsets["rule"] == "not_eligible").sum())
     expiring = offsets.dropna(subset=["expires_at_ms"])
     if expiring.empty:
         return no_data_figure(EXPIRATION_TITLE, numbers)
-    due = expiring["expired_now"].astype(bool)
+    due = expiring["is_expired"].astype(bool)
     numbers.update(offsets_that_expire=len(expiring), already_due=int(due.sum()),
                    within_24h=int((~due & (expiring["hours_until_expiry"] <= 24)).sum()))
     expiring = expiring.dropna(subset=["expires_at"])
@@ -241,16 +241,16 @@ def coordinator_metrics_figure(lake: Lake) -> go.Figure:
     has no row, and a line would draw a value across it."""
     counters = ["offset_commits", "offset_expirations", "offset_deletions", "group_completed_rebalances"]
     numbers = {"buckets": 0, "bucket_minutes": 0, **{counter: 0 for counter in counters}}
-    metrics = read_table(lake, "coordinator_metrics", ["bucket_start", "bucket_minutes", *counters])
+    metrics = read_table(lake, "coordinator_metrics", ["bucket_start_at", "bucket_minutes", *counters])
     if metrics.empty:
         return no_data_figure(COORDINATOR_TITLE, numbers)
-    metrics = metrics.sort_values("bucket_start")
+    metrics = metrics.sort_values("bucket_start_at")
     numbers.update(buckets=len(metrics), bucket_minutes=int(metrics["bucket_minutes"].iloc[0]),
                    **{counter: int(metrics[counter].sum()) for counter in counters})
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                            subplot_titles=("offset commits", "expirations, deletions and completed rebalances"))
     for counter in counters:
-        figure.add_trace(go.Bar(name=counter.replace("_", " "), x=metrics["bucket_start"], y=metrics[counter]),
+        figure.add_trace(go.Bar(name=counter.replace("_", " "), x=metrics["bucket_start_at"], y=metrics[counter]),
                          row=1 if counter == "offset_commits" else 2, col=1)
     figure.update_layout(title=COORDINATOR_TITLE, meta=numbers, height=560, hovermode="x unified", barmode="group")
     figure.update_xaxes(title_text=f"bucket start (UTC), {numbers['bucket_minutes']}-minute buckets", row=2, col=1)

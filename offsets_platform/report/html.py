@@ -129,7 +129,7 @@ def _attention(lake: Lake) -> str:
                ["group", "topic", "partitions", "lag_messages", "first_expires_at"]),
         "<h3>Cleanup candidates: DeleteGroups (groups Empty for long)</h3>",
         _table("table-cleanup-groups", group_deletes,
-               ["group", "state", "state_since", "classification", "committed_offsets"]),
+               ["group", "state", "state_entered_at", "classification", "committed_offsets"]),
         "</section>",
     ])
 

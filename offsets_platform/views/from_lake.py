@@ -57,7 +57,8 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
     (state,) = states
     offsets = lake.query(f"""
         select c.topic, c."partition", c.committed_offset as current_offset, l.log_end_offset,
-               l.lag_messages as lag, e.expires_at, e.hours_until_expiry, e.expired_now, e.rule,
+               l.lag_messages as lag, e.expires_at, e.hours_until_expiry,
+               e.is_expired as expired_now, e.rule,
                e.not_eligible_reason
         from committed_offsets c
         left join consumer_lag l on l."group" = c."group" and l.topic = c.topic and l."partition" = c."partition"
@@ -88,7 +89,7 @@ def expiry(row: dict) -> str:
         return "not evaluated yet"
     if row["rule"] == "not_eligible":
         return f"never while {row['not_eligible_reason']}" if row["not_eligible_reason"] else "not eligible"
-    if row["expired_now"]:
+    if row["expired_now"]:  # the CLI's JSON key (group --output json), kept as it was
         return f"due now ({row['rule']})"
     if row["hours_until_expiry"] is None:
         return f"never ({row['rule']})"

@@ -30,7 +30,7 @@ def forecast(group: str, partition: int, unread: int, hours_left: float, topic: 
 def expirable(group: str, partition: int, hours: float | None, rule: str = "empty_group", topic: str = "t",
               abandoned: bool = False) -> dict:
     return {"group": group, "topic": topic, "partition": partition, "rule": rule, "group_state": "Empty",
-            "hours_until_expiry": hours, "expired_now": hours is not None and hours <= 0,
+            "hours_until_expiry": hours, "is_expired": hours is not None and hours <= 0,
             "expires_at": None if hours is None else at(0) + timedelta(hours=hours), "is_abandoned": abandoned}
 
 

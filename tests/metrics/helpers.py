@@ -22,9 +22,9 @@ def fill(lake) -> None:
     """Gold rows of two groups, `busy` and the awkwardly named one, enough that a query summing,
     grouping or filtering the wrong way gives another number."""
     write(lake, "coordinator_metrics", [
-        {"bucket_start": at(0), "bucket_minutes": 5, "offset_commits": 10, "offset_expirations": 1,
+        {"bucket_start_at": at(0), "bucket_minutes": 5, "offset_commits": 10, "offset_expirations": 1,
          "offset_deletions": 0, "group_completed_rebalances": 2},
-        {"bucket_start": at(5), "bucket_minutes": 5, "offset_commits": 32, "offset_expirations": 3,
+        {"bucket_start_at": at(5), "bucket_minutes": 5, "offset_commits": 32, "offset_expirations": 3,
          "offset_deletions": 4, "group_completed_rebalances": 0}])
     write(lake, "unconsumed_messages", [
         {"group": "busy", "topic": "t", "partition": 0, "observed_at": at(1), "lost_count": 10,
@@ -49,7 +49,7 @@ def fill(lake) -> None:
           [{"group": "busy", "topic": "t", "partition": p, "rule": "not_eligible", "hours_until_expiry": None,
             "expires_at": None} for p in (0, 1)] +
           [{"group": AWKWARD, "topic": "u", "partition": p, "rule": "standalone", "group_state": "Empty",
-            "hours_until_expiry": h, "expired_now": h <= 0, "expires_at": at(0) + timedelta(hours=h)}
+            "hours_until_expiry": h, "is_expired": h <= 0, "expires_at": at(0) + timedelta(hours=h)}
            for p, h in ((0, -1.0), (1, 2.0), (2, 30.0))])
     write(lake, "model_runs", [
         {"model": "consumer_lag", "run_id": "r1", "mode": "full", "source": "s", "finished_at": at(10)},

@@ -178,7 +178,7 @@ def test_the_server_reads_the_lake_on_each_scrape_in_the_format_asked_for(filled
         assert kind.startswith("text/plain; version=0.0.4") and "# EOF" not in text
         assert samples(text)[key(P + "offset_commits_total")] == 42
         filled.append("coordinator_metrics", filled.read_arrow("coordinator_metrics").slice(0, 1).set_column(
-            0, "bucket_start", [[at(30)]]))
+            0, "bucket_start_at", [[at(30)]]))
         assert samples(get("/metrics")[1])[key(P + "offset_commits_total")] == 52  # read anew
         with pytest.raises(urllib.error.HTTPError) as missing:
             get("/")

@@ -68,7 +68,7 @@ def test_commits_and_completed_rebalances_are_counted(metrics):
     assert row["offset_commits"] == 3 + 2 + 2  # solo, stable, gone
     # a new generation with members: stable 1 and 2, gone 1 (not the static rejoin, not Empty)
     assert row["group_completed_rebalances"] == 3
-    assert row["bucket_start"] == at() and row["bucket_minutes"] == 1440
+    assert row["bucket_start_at"] == at() and row["bucket_minutes"] == 1440
 
 
 def test_deletions_the_project_performed_are_known_from_the_audit(spark, tmp_path):

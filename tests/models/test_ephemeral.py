@@ -151,3 +151,22 @@ def test_a_changed_ephemeral_model_reruns_its_users(spark, tmp_path):
     runs = {run.model: run for run in ModelRunner(spark, lake, project=changed, emit=lambda line: None).run_all()}
     assert runs["latest_commits"].mode == runs["commit_count"].mode == "full"
     assert rows_by(lake, "commit_count", "commits") == {4: {"commits": 4}}  # the tombstone counted now
+
+
+def test_every_shipped_staging_model_produces_its_declared_columns(spark, tmp_path):
+    # a staging model never runs on its own: render it as a model's subquery over the empty bronze
+    # tables and compare what Spark makes of it with its YAML
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from offsets_platform.models import default_project
+
+    project = default_project()
+    lake = Lake(tmp_path / "lake")
+    for name, model in project.ephemeral.items():
+        for _, table in model.sources:
+            lake.spark_read(spark, table).createOrReplaceTempView(table)
+        context = render(f"check_{name}", f"select * from {{{{ ref('{name}') }}}} as s",
+                         ephemerals=project.ephemeral_sql())
+        produced = spark.sql(context.sql).schema
+        declared = from_arrow_schema(model.table_spec().schema)
+        assert [(f.name, f.dataType) for f in produced] == [(f.name, f.dataType) for f in declared], name

@@ -128,23 +128,23 @@ def expirable(spark, module_lake):
 def test_empty_group_with_current_state_timestamp_expires_from_when_it_became_empty(expirable):
     row = expirable[("empty-ts", "orders", 0)]
     assert (row["rule"], row["group_state"]) == ("empty_group", "Empty")
-    assert row["base_time"] == at(hours=5)
+    assert row["base_at"] == at(hours=5)
     assert row["expires_at"] == at(hours=5) + RETENTION
-    assert row["expired_now"] is (AS_OF >= at(hours=5) + RETENTION)
+    assert row["is_expired"] is (AS_OF >= at(hours=5) + RETENTION)
 
 
 def test_the_logs_exact_empty_time_wins_over_a_later_snapshots_bound(expirable):
     # The snapshot two days later also says Empty; it only bounds the time the log knows exactly.
     row = expirable[("empty-seen-later", "orders", 0)]
-    assert (row["rule"], row["base_time"]) == ("empty_group", at(hours=5))
-    assert row["expires_at"] == at(hours=5) + RETENTION and row["base_time_estimated"] is False
+    assert (row["rule"], row["base_at"]) == ("empty_group", at(hours=5))
+    assert row["expires_at"] == at(hours=5) + RETENTION and row["is_base_estimated"] is False
 
 
 def test_empty_group_without_current_state_timestamp_uses_each_commit_time(expirable):
     for partition, committed in ((0, at(hours=3)), (1, at(hours=4))):
         row = expirable[("empty-no-ts", "orders", partition)]
         assert row["rule"] == "empty_group"
-        assert row["base_time"] == committed
+        assert row["base_at"] == committed
         assert row["expires_at"] == committed + RETENTION
 
 
@@ -152,7 +152,7 @@ def test_legacy_expire_timestamp_replaces_base_plus_retention(expirable):
     row = expirable[("legacy", "orders", 0)]
     assert row["rule"] == "legacy_expire_timestamp"
     assert row["expires_at"] == at(days=10)
-    assert row["expired_now"] is False
+    assert row["is_expired"] is False
 
 
 def test_stable_consumer_group_expires_only_unsubscribed_topics(expirable):
@@ -162,8 +162,8 @@ def test_stable_consumer_group_expires_only_unsubscribed_topics(expirable):
         assert row["not_eligible_reason"] == "topic subscribed by a member"
     old_0, old_1 = expirable[("stable", "old-topic", 0)], expirable[("stable", "old-topic", 1)]
     assert old_0["rule"] == old_1["rule"] == "unsubscribed_topic"
-    assert old_0["expires_at"] == at(hours=2) + RETENTION and old_0["expired_now"] is True
-    assert old_1["expires_at"] == at(days=2, hours=12) + RETENTION and old_1["expired_now"] is False
+    assert old_0["expires_at"] == at(hours=2) + RETENTION and old_0["is_expired"] is True
+    assert old_1["expires_at"] == at(days=2, hours=12) + RETENTION and old_1["is_expired"] is False
 
 
 def test_standalone_groups_expire_from_commit_time(expirable):
@@ -177,7 +177,7 @@ def test_rebalancing_group_expires_nothing(expirable):
     row = expirable[("rebalancing", "old-topic", 0)]
     assert row["group_state"] == "PreparingRebalance"
     assert (row["rule"], row["not_eligible_reason"]) == ("not_eligible", "group is rebalancing")
-    assert row["expires_at"] is None and row["expired_now"] is False
+    assert row["expires_at"] is None and row["is_expired"] is False
 
 
 def test_non_consumer_protocol_while_stable_expires_nothing(expirable):
@@ -229,7 +229,7 @@ def test_a_kip848_group_known_only_from_snapshots_is_a_kip848_group(expirable):
     # ListGroups' type, not the protocol type "consumer" that classic consumer groups share
     subscribed, other = expirable[("snap-kip848", "payments", 0)], expirable[("snap-kip848", "refunds", 0)]
     assert (subscribed["classification"], subscribed["rule"]) == ("kip848_consumer", "not_eligible")
-    assert (other["rule"], other["base_time_estimated"]) == ("kip848_unsubscribed_topic", True)
+    assert (other["rule"], other["is_base_estimated"]) == ("kip848_unsubscribed_topic", True)
 
 
 def test_pending_transactional_commit_never_expires(expirable):

@@ -81,7 +81,7 @@ def test_the_models_call_the_offsets_kafka_kept_not_expired(judged):
                  rows_by(judged["lake"], "expirable_offsets", "group", "topic", "partition").items()
                  if group in RETENTIONS}
     assert set(expirable) == {"judge-far-future", "judge-after-9999", "judge-plain"}
-    assert {group: (row["rule"], row["expired_now"]) for group, row in expirable.items()} == {
+    assert {group: (row["rule"], row["is_expired"]) for group, row in expirable.items()} == {
         "judge-far-future": ("legacy_expire_timestamp", False),
         "judge-after-9999": ("legacy_expire_timestamp", False),
         "judge-plain": ("standalone", False)}
@@ -92,8 +92,8 @@ def test_the_models_call_the_offsets_kafka_kept_not_expired(judged):
 def test_the_models_count_kafkas_removal_as_an_expiration(judged):
     lake = judged["lake"]
     removals = [row for row in lake.read_arrow("offset_removals").to_pylist() if row["group"] in RETENTIONS]
-    assert [(row["group"], row["removed_an_offset"]) for row in removals] == [("judge-wrapped", True)]
-    assert removals[0]["expire_timestamp_ms"] < -9_000_000_000_000_000_000
+    assert [(row["group"], row["is_offset_removed"]) for row in removals] == [("judge-wrapped", True)]
+    assert removals[0]["legacy_expires_at_ms"] < -9_000_000_000_000_000_000
     metrics = lake.read_arrow("coordinator_metrics").to_pylist()
     assert sum(row["offset_expirations"] for row in metrics) == 1
     assert sum(row["offset_deletions"] for row in metrics) == 0

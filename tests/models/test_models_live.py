@@ -93,7 +93,7 @@ def test_slow_group_appears_in_unconsumed_messages_with_the_right_count(live):
     for (topic, partition), committed in slow.committed.items():
         below = max(0, lag[(slow.group, topic, partition)]["log_start_offset"] - committed)
         assert by_partition.get((topic, partition), 0) >= below
-    assert any(lag[(slow.group, t, p)]["below_log_start"] for t, p in slow.committed)
+    assert any(lag[(slow.group, t, p)]["is_below_log_start"] for t, p in slow.committed)
 
 
 def test_changed_subscription_leaves_eligible_stale_offsets(live):
@@ -105,7 +105,7 @@ def test_changed_subscription_leaves_eligible_stale_offsets(live):
     assert stale and kept
     assert {(r["group_state"], r["rule"]) for r in stale} == {("Stable", "unsubscribed_topic")}
     for row in stale:
-        assert row["expires_at"] == in_ms(row["commit_time_estimate"]) + RETENTION
+        assert row["expires_at"] == in_ms(row["estimated_committed_at"]) + RETENTION
     assert {r["rule"] for r in kept} == {"not_eligible"}
 
 
@@ -122,7 +122,7 @@ def test_stopped_group_is_empty_and_expires_retention_after_it_went_empty(live):
     rows = [r for r in lake.read_arrow("expirable_offsets").to_pylist() if r["group"] == group]
     assert rows
     for row in rows:
-        assert (row["rule"], row["base_time"]) == ("empty_group", in_ms(empty_since))
+        assert (row["rule"], row["base_at"]) == ("empty_group", in_ms(empty_since))
         assert row["expires_at"] == in_ms(empty_since) + RETENTION
 
 

@@ -90,40 +90,40 @@ def expirable(lake):
 def test_a_legacy_expire_timestamp_gets_kafkas_verdict_whatever_its_value(expirable, group, expire_ms):
     row = expirable[group]
     assert row["rule"] == "legacy_expire_timestamp"
-    assert row["expired_now"] is kafka_expired(ms(AS_OF), expire_ms, None)
+    assert row["is_expired"] is kafka_expired(ms(AS_OF), expire_ms, None)
     assert row["expires_at_ms"] == expire_ms
     in_range = group == "legacy-negative-retention"
     assert row["expires_at"] == (at(hours=1) - timedelta(milliseconds=2) if in_range else None)
     # a legacy expire timestamp replaces base + retention: no base time (and none after expires_at)
-    assert row["base_time"] is None and row["base_time_ms"] is None
+    assert row["base_at"] is None and row["base_at_ms"] is None
 
 
 def test_the_wrapped_expire_timestamp_is_expired_and_the_far_future_one_is_not(expirable):
-    assert expirable["legacy-wrapped"]["expired_now"] is True
+    assert expirable["legacy-wrapped"]["is_expired"] is True
     assert expirable["legacy-wrapped"]["hours_until_expiry"] < 0
-    assert expirable["legacy-far-future"]["expired_now"] is False
+    assert expirable["legacy-far-future"]["is_expired"] is False
     assert expirable["legacy-far-future"]["hours_until_expiry"] > 0
-    assert expirable["legacy-after-9999"]["expired_now"] is False
+    assert expirable["legacy-after-9999"]["is_expired"] is False
 
 
 @pytest.mark.parametrize("group,commit_ms", [
     ("commit-far-past", -9_000_000_000_000_000_000), ("commit-long-min", LONG_MIN), ("commit-long-max", LONG_MAX)])
 def test_an_old_clients_commit_time_is_the_base_with_javas_arithmetic(expirable, group, commit_ms):
     row = expirable[group]
-    assert (row["rule"], row["expired_now"]) == ("standalone", kafka_expired(ms(AS_OF), None, commit_ms))
-    assert (row["commit_timestamp"], row["commit_time_estimate"], row["base_time"]) == (None, None, None)
-    assert row["commit_time_estimate_ms"] == row["base_time_ms"] == commit_ms
+    assert (row["rule"], row["is_expired"]) == ("standalone", kafka_expired(ms(AS_OF), None, commit_ms))
+    assert (row["committed_at"], row["estimated_committed_at"], row["base_at"]) == (None, None, None)
+    assert row["estimated_committed_at_ms"] == row["base_at_ms"] == commit_ms
 
 
 def test_commit_times_beyond_javas_arithmetic_never_expire(expirable):
     far_past = expirable["commit-far-past"]
-    assert far_past["expired_now"] is True
+    assert far_past["is_expired"] is True
     assert far_past["expires_at_ms"] == -9_000_000_000_000_000_000 + RETENTION_MS
     # now - Long.MIN_VALUE overflows to a negative number in Java: never >= the retention
-    assert expirable["commit-long-min"]["expired_now"] is False
+    assert expirable["commit-long-min"]["is_expired"] is False
     assert expirable["commit-long-min"]["expires_at_ms"] is None
     # Long.MAX_VALUE + retention is past any long: never
-    assert expirable["commit-long-max"]["expired_now"] is False
+    assert expirable["commit-long-max"]["is_expired"] is False
     assert expirable["commit-long-max"]["expires_at_ms"] is None
 
 
@@ -131,32 +131,32 @@ def test_an_empty_groups_state_time_out_of_range_is_still_its_base(expirable):
     row = expirable["empty-state-far-past"]
     assert (row["rule"], row["group_state"]) == ("empty_group", "Empty")
     # from the commit (a day before as_of, minus an hour) it would not have expired yet
-    assert row["expired_now"] is kafka_expired(ms(AS_OF), None, -(2**62)) is True
-    assert row["base_time_ms"] == -(2**62) and row["base_time"] is None
+    assert row["is_expired"] is kafka_expired(ms(AS_OF), None, -(2**62)) is True
+    assert row["base_at_ms"] == -(2**62) and row["base_at"] is None
 
 
 def test_a_log_commit_time_out_of_range_is_not_replaced_by_the_snapshots_bound(expirable):
     row = expirable["both-far-future"]
     assert row["commit_time_source"] == "log"
-    assert row["expired_now"] is False, "the snapshot's time (a day before as_of) would have expired it"
-    assert row["commit_time_estimate"] is None and row["commit_time_estimate_ms"] == FAR_FUTURE_EXPIRE
+    assert row["is_expired"] is False, "the snapshot's time (a day before as_of) would have expired it"
+    assert row["estimated_committed_at"] is None and row["estimated_committed_at_ms"] == FAR_FUTURE_EXPIRE
 
 
 def test_a_record_timestamp_out_of_range_leaves_the_verdict_to_the_commit_time(expirable):
     row = expirable["record-time-out-of-range"]
-    assert row["rule"] == "standalone" and row["commit_time_estimate_ms"] == COMMITTED
-    assert row["expired_now"] is kafka_expired(ms(AS_OF), None, COMMITTED) is True
+    assert row["rule"] == "standalone" and row["estimated_committed_at_ms"] == COMMITTED
+    assert row["is_expired"] is kafka_expired(ms(AS_OF), None, COMMITTED) is True
 
 
 def test_tombstones_are_classified_with_the_removed_commits_milliseconds(lake):
     (bucket,) = [row for row in lake.read_arrow("coordinator_metrics").to_pylist()
-                 if row["bucket_start"] == at(hours=2)]
+                 if row["bucket_start_at"] == at(hours=2)]
     # Kafka expired the wrapped one (its check holds at the tombstone's time); the other was deleted
     assert (bucket["offset_expirations"], bucket["offset_deletions"]) == (1, 1)
     removals = rows_by(lake, "offset_removals", "group")
-    assert removals["removed-wrapped"]["expire_timestamp_ms"] == WRAPPED_EXPIRE
-    assert removals["removed-wrapped"]["expire_timestamp"] is None
-    assert removals["removed-far-future"]["expire_timestamp_ms"] == FAR_FUTURE_EXPIRE
+    assert removals["removed-wrapped"]["legacy_expires_at_ms"] == WRAPPED_EXPIRE
+    assert removals["removed-wrapped"]["legacy_expires_at"] is None
+    assert removals["removed-far-future"]["legacy_expires_at_ms"] == FAR_FUTURE_EXPIRE
 
 
 # the models these times flow through (the others never read them)

@@ -38,9 +38,18 @@ def test_the_shipped_project_runs_every_model_after_the_models_it_refs():
 
 
 def test_every_column_of_every_shipped_model_has_a_description():
-    undescribed = [f"{model.name}.{column.name}" for model in default_project().models
+    project = default_project()
+    undescribed = [f"{model.name}.{column.name}" for model in [*project.models, *project.ephemeral.values()]
                    for column in model.columns if not column.description.strip()]
     assert not undescribed, f"columns without a description in the layer YAMLs: {undescribed}"
+
+
+def test_silver_and_gold_models_read_bronze_only_through_the_staging_models():
+    project = default_project()
+    direct = [f"{model.layer}/{model.sql_path.name}" for model in project.models if "source(" in model.sql]
+    assert not direct, f"models that read a source directly, not through a staging model: {direct}"
+    assert {model.layer for model in project.ephemeral.values()} == {"staging"}
+    assert all(name.startswith("stg_") for name in project.ephemeral)
 
 
 def test_run_order_follows_refs_in_a_small_project(tmp_path):

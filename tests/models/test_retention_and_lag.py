@@ -129,7 +129,7 @@ def test_non_consumed_total_sums_losses_per_partition(lake):
 def test_lag_in_messages_and_below_log_start(lake):
     lag = rows_by(lake, "consumer_lag", "group", "topic")
     slow = lag[("slow", "events")]
-    assert (slow["lag_messages"], slow["below_log_start"], slow["messages_below_log_start"]) == (260, True, 110)
+    assert (slow["lag_messages"], slow["is_below_log_start"], slow["messages_below_log_start"]) == (260, True, 110)
     assert (lag[("fast", "events")]["lag_messages"], lag[("fast", "events")]["lag_ms"]) == (0, 0)
 
 
@@ -138,7 +138,7 @@ def test_time_lag_is_interpolated_between_snapshots(lake):
     # offset 150 was written when the log end passed it between S1 (end 100) and S2 (end 200)
     written_at = S1 + (S2 - S1) * (150 + 1 - 100) / (200 - 100)
     assert mid["lag_ms"] == int((S3 - written_at).total_seconds() * 1000)
-    assert mid["time_lag_is_lower_bound"] is False
+    assert mid["is_time_lag_lower_bound"] is False
     stopped = rows_by(lake, "consumer_lag", "group", "topic")[("stopped", "events")]
     assert stopped["committed_offset"] == 50  # and the log start is 150 by S3
 
@@ -148,7 +148,7 @@ def test_time_lag_is_the_age_of_the_oldest_unread_message_still_in_the_log(lake)
     # slow is at 40 but retention deleted up to 150: the oldest message it can still read is 150,
     # written between S1 (end 100) and S2 (end 200); the age of 40 would be that of a lost message
     written_at = S1 + (S2 - S1) * (150 + 1 - 100) / (200 - 100)
-    assert (slow["lag_ms"], slow["time_lag_is_lower_bound"]) == (int((S3 - written_at).total_seconds() * 1000), False)
+    assert (slow["lag_ms"], slow["is_time_lag_lower_bound"]) == (int((S3 - written_at).total_seconds() * 1000), False)
     assert (slow["lag_messages"], slow["messages_below_log_start"], slow["unread_in_log"]) == (260, 110, 150)
 
 
@@ -184,14 +184,14 @@ def test_an_offset_on_a_topic_no_member_subscribes_to_is_abandoned(lake):
 def test_stopped_group_expires_retention_after_the_first_snapshot_that_saw_it_empty(lake):
     row = rows_by(lake, "expirable_offsets", "group", "topic")[("stopped", "events")]
     assert (row["group_state"], row["rule"]) == ("Empty", "empty_group")
-    assert row["base_time"] == S2 and row["base_time_estimated"] is True
+    assert row["base_at"] == S2 and row["is_base_estimated"] is True
     assert row["expires_at"] == S2 + timedelta(minutes=10080)
 
 
 def test_snapshot_commit_time_bounds(lake):
     offsets = rows_by(lake, "snapshot_offsets", "group", "topic")
-    assert (offsets[("slow", "events")]["first_seen_at"], offsets[("slow", "events")]["committed_after"]) == (S1, None)
-    assert (offsets[("fast", "events")]["first_seen_at"], offsets[("fast", "events")]["committed_after"]) == (S3, S2)
+    assert (offsets[("slow", "events")]["first_seen_at"], offsets[("slow", "events")]["last_unseen_at"]) == (S1, None)
+    assert (offsets[("fast", "events")]["first_seen_at"], offsets[("fast", "events")]["last_unseen_at"]) == (S3, S2)
     committed = rows_by(lake, "committed_offsets", "group", "topic")
-    assert committed[("fast", "events")]["commit_time_estimate"] == S3
+    assert committed[("fast", "events")]["estimated_committed_at"] == S3
     assert committed[("fast", "events")]["commit_time_source"] == "snapshot"

@@ -93,8 +93,8 @@ def test_log_offset_state_keeps_each_keys_latest_record_when_log_partitions_shar
     rows = lake.read_arrow("log_offset_state").to_pylist()
     assert len(rows) == 2  # one per key
     latest = {row["group"]: row for row in rows}
-    assert (latest["a"]["committed_offset"], latest["a"]["removed"], latest["a"]["source_offset"]) == (3, False, 2)
-    assert (latest["b"]["removed"], latest["b"]["source_partition"], latest["b"]["source_offset"]) == (True, 1, 1)
+    assert (latest["a"]["committed_offset"], latest["a"]["is_removed"], latest["a"]["source_offset"]) == (3, False, 2)
+    assert (latest["b"]["is_removed"], latest["b"]["source_partition"], latest["b"]["source_offset"]) == (True, 1, 1)
 
 
 def _removals_round_one(b: BronzeBuilder) -> None:
@@ -133,13 +133,13 @@ def _refreshed_round_one_then_round_two_written(spark, lake: Lake) -> tuple[Mode
 
 def _assert_metrics_equal(incremental_lake: Lake, full_lake: Lake) -> None:
     for table, key in (("offset_removals", ("source_partition", "source_offset")),
-                       ("coordinator_metrics", ("bucket_start",))):
+                       ("coordinator_metrics", ("bucket_start_at",))):
         assert rows_by(incremental_lake, table, *key) == rows_by(full_lake, table, *key), table
 
     def commits_per_minute(lake: Lake) -> dict:  # file names differ between the two lakes
         totals: dict = {}
         for row in lake.read_arrow("offset_commit_counts").to_pylist():
-            totals[row["minute_start"]] = totals.get(row["minute_start"], 0) + row["offset_commits"]
+            totals[row["minute_start_at"]] = totals.get(row["minute_start_at"], 0) + row["offset_commits"]
         return totals
 
     assert commits_per_minute(incremental_lake) == commits_per_minute(full_lake)
@@ -155,10 +155,10 @@ def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equ
     removals = rows_by(incremental_lake, "offset_removals", "source_offset")
     x_tombstones = sorted((r for r in removals.values() if r["topic"] == "x"), key=lambda r: r["source_offset"])
     # the first x-0 tombstone's commit is in round one: found in log_offset_state as last seen
-    assert [(r["removed_an_offset"], r["commit_timestamp"]) for r in x_tombstones] == [
+    assert [(r["is_offset_removed"], r["committed_at"]) for r in x_tombstones] == [
         (True, at(hours=1, minutes=10)), (True, at(hours=2, minutes=55))]
     y_tombstones = sorted((r for r in removals.values() if r["topic"] == "y"), key=lambda r: r["source_offset"])
-    assert [r["removed_an_offset"] for r in y_tombstones] == [True, False]  # the second removed nothing
+    assert [r["is_offset_removed"] for r in y_tombstones] == [True, False]  # the second removed nothing
 
     full_lake = lake_for_models(tmp_path / "full")
     for part in rounds:
@@ -225,6 +225,35 @@ def test_a_result_whose_columns_differ_from_the_yaml_is_refused(spark, tmp_path)
     runner = ModelRunner(spark, Lake(tmp_path / "lake"), project=project, emit=lambda line: None)
     with pytest.raises(ModelRunError, match=r"missing from the SQL: \['x'\], not declared: \['y'\]"):
         runner.run("mismatch_model")
+
+
+def test_an_incremental_model_whose_columns_were_renamed_is_rebuilt_in_full_not_merged(spark, tmp_path):
+    # a new version of a model renames its columns: its table, written with the old names, is
+    # replaced whole (a changed SQL means a full run, and the overwrite replaces the schema)
+    def project(root, key: str):
+        sql = (f"select `group` as {key}, max(offset) as latest "
+               "from {{ source('bronze', 'offset_commit_records', new_only=true) }} group by `group`")
+        yml = (f"models:\n  - name: latest\n    materialized: incremental\n    unique_key: [{key}]\n"
+               f"    columns: [{{name: {key}, data_type: string}}, {{name: latest, data_type: bigint}}]\n")
+        return load_project(write_project(root, {"latest": sql}, yml=yml))
+
+    lake = Lake(tmp_path / "lake")
+    first = BronzeBuilder()
+    first.commit("a", "t", 0, 1, at(hours=1))
+    first.write(lake)
+    old = project(tmp_path / "old", "group")
+    ModelRunner(spark, lake, project=old, emit=lambda line: None).run_all()
+    second = BronzeBuilder()
+    second._next_offset = first._next_offset
+    second.commit("b", "t", 0, 2, at(hours=2))
+    second.write(lake)
+    renamed = project(tmp_path / "new", "group_id")
+    runner = ModelRunner(spark, lake, project=renamed, emit=lambda line: None)
+    assert [run.mode for run in runner.run_all()] == ["full"]
+    assert runner.lake.read_arrow("latest").column_names == ["group_id", "latest"]
+    assert rows_by(runner.lake, "latest", "group_id") == {"a": {"group_id": "a", "latest": 1},
+                                                           "b": {"group_id": "b", "latest": 2}}
+    assert [run.mode for run in runner.run_all()] == ["unchanged"]
 
 
 def test_failing_sql_names_the_model_and_its_file(spark, tmp_path):

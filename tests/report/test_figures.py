@@ -86,7 +86,7 @@ def test_retention_figure_shows_every_lost_message_and_the_forecast(demo_lake):
 
 def test_coordinator_metrics_are_the_table_per_bucket(demo_lake):
     figure = coordinator_metrics_figure(demo_lake)
-    table = rows(demo_lake, "select * from coordinator_metrics order by bucket_start", "coordinator_metrics")
+    table = rows(demo_lake, "select * from coordinator_metrics order by bucket_start_at", "coordinator_metrics")
     assert table
     for trace in figure.data:
         counter = trace.name.replace(" ", "_")

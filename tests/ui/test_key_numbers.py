@@ -83,7 +83,7 @@ def test_offsets_expiring_within_24_hours(lake):
         "| soon | orders | empty_group | 2 | 0 | 2026-01-11 12:00 UTC | 12.0 |"]
     # The same count as the model's rows say, read independently.
     rows = lake.read_arrow("expirable_offsets").to_pylist()
-    assert sum(1 for r in rows if not r["expired_now"] and r["hours_until_expiry"] is not None
+    assert sum(1 for r in rows if not r["is_expired"] and r["hours_until_expiry"] is not None
                and r["hours_until_expiry"] <= 24) == 2
 
 

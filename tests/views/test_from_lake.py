@@ -38,7 +38,7 @@ def filled(lake):
             "not_eligible_reason": "topic subscribed by a member", "hours_until_expiry": None, "expires_at": None}
            for p in (0, 1)] +
           [{"group": "idle", "topic": "t", "partition": p, "rule": "standalone", "group_state": "Empty",
-            "hours_until_expiry": h, "expired_now": h <= 0, "expires_at": at(0) + timedelta(hours=h)}
+            "hours_until_expiry": h, "is_expired": h <= 0, "expires_at": at(0) + timedelta(hours=h)}
            for p, h in ((0, -1.0), (1, 2.0), (2, 30.0))])
     write(lake, "group_members", [{"group": "busy", "member_id": "m-1", "client_id": "c", "client_host": "/h",
                                    "subscribed_topics": ["t"], "subscribed_topic_regex": None,
