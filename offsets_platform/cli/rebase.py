@@ -43,9 +43,10 @@ def _rebase(args: argparse.Namespace, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     if lake.remote:
-        raise RebaseUnsupported(f"rebase moves the lake's folders aside with renames, which object storage lacks: it works on "
-                         f"a local lake only. To start {lake.root} over, copy its objects to another prefix "
-                         f"(kept as the archive) and delete them, or point {LAKE_URI_ENV} at a new prefix.")
+        raise RebaseUnsupported(
+            f"rebase moves the lake's folders aside with renames, which object storage lacks: it works on a local "
+            f"lake only. To start {lake.root} over, copy its objects to another prefix (kept as the archive) and "
+            f"delete them, or point {LAKE_URI_ENV} at a new prefix.")
     leases = [INGEST_LEASE, PLANS_LEASE, APPLY_LEASE] + [model_lease(m.name) for m in default_project().models]
     with ExitStack() as held:
         for name in leases:

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,27 +15,18 @@ from offsets_platform.cli import main
 from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.lake import Lake
 from offsets_platform.models import ModelRunner, default_project, lake_for_models
+from tests.lake.connect_server import ROOT, start_spark_connect_server
 from tests.models.bronze_builder import BronzeBuilder, at
 
-ROOT = Path(__file__).resolve().parents[2]
 AS_OF = "2026-01-05 00:00:00"
 
 
 @pytest.fixture(scope="module")
 def connect_server():
     """The server as a user starts it; its endpoint. Stopped with SIGTERM, as a service manager would."""
-    port = free_loopback_port()
-    process = subprocess.Popen([sys.executable, "-m", "offsets_platform.cli", "spark-server", "--port", str(port)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
-    output = []
-    for line in process.stdout:  # ends if the server dies before it is ready
-        output.append(line)
-        if line.startswith("ready:"):
-            break
-    assert output and output[-1].startswith("ready:"), f"the server did not start: {''.join(output)}"
-    assert f"OFFSETS_PLATFORM_SPARK_REMOTE=sc://127.0.0.1:{port}" in output[-1]
-    yield f"sc://127.0.0.1:{port}"
+    process, endpoint, output = start_spark_connect_server()
+    assert f"OFFSETS_PLATFORM_SPARK_REMOTE={endpoint}" in output[-1]
+    yield endpoint
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=120) == 0
     assert "Spark Connect server stopped" in process.stdout.read()

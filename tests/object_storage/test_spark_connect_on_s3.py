@@ -9,15 +9,13 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from offsets_platform.models import ModelRunner, default_project, lake_for_models
+from tests.lake.connect_server import ROOT, start_spark_connect_server
 from tests.lake.test_spark_connect import AS_OF, _history, _rows
-from offsets_platform.broker.embedded import free_loopback_port
 
-ROOT = Path(__file__).resolve().parents[2]
 
 _CLIENT = """
 import json, sys
@@ -35,17 +33,8 @@ print(json.dumps({run.model: run.mode for run in runs}))
 @pytest.fixture
 def connect_server(s3_env):
     """The server as a user starts it, in an environment that holds the lake's connection."""
-    port = free_loopback_port()
-    process = subprocess.Popen([sys.executable, "-m", "offsets_platform.cli", "spark-server", "--port", str(port)],
-                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
-    output = []
-    for line in process.stdout:  # ends if the server dies before it is ready
-        output.append(line)
-        if line.startswith("ready:"):
-            break
-    assert output and output[-1].startswith("ready:"), f"the server did not start: {''.join(output[-30:])}"
-    yield f"sc://127.0.0.1:{port}", output
+    process, endpoint, output = start_spark_connect_server(stderr=subprocess.STDOUT)
+    yield endpoint, output
     process.send_signal(signal.SIGTERM)
     output.append(process.communicate(timeout=120)[0])
 
