@@ -1,7 +1,7 @@
 """A real S3-compatible server (SeaweedFS) on loopback for the whole session, and the lake on it.
 
-These tests run in a pytest process of their own (`make test-object-storage`; `make test` leaves
-this folder out): Spark's JVM reads the S3 credentials from its environment when it starts, as
+These tests run in a pytest process of their own (`make test` runs them after the rest of the
+suite; `make test-object-storage` runs them alone): Spark's JVM reads the S3 credentials from its environment when it starts, as
 s3a's environment-variable provider does in a deployment, so the server and its variables must
 come before the session. Collected after another test started Spark, they skip, saying so.
 """
