@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from offsets_platform.lake import Lake, NoLake
+from offsets_platform.lake.storage import local_leases_folder
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection, Settings
 
@@ -45,8 +46,10 @@ def configured_lake(env: Mapping[str, str] | None = None) -> Lake:
     """
     settings = Settings.from_env(env)
     home = configured_home(env)
-    # a lake on object storage (OFFSETS_PLATFORM_LAKE_URI) keeps its leases under the home
-    lake = lake_for_models(settings.lake_uri or home / "lake", leases=home / "leases" if settings.lake_uri else None)
+    # a lake on object storage (OFFSETS_PLATFORM_LAKE_URI) keeps its leases under the home, where
+    # the command line and Dagster take them too
+    leases = local_leases_folder(home, settings.lake_uri) if settings.lake_uri else None
+    lake = lake_for_models(settings.lake_uri or home / "lake", leases=leases)
     missing = [name for name in GOLD_TABLES if not lake.exists(name)]
     if missing:
         raise NoLake(f"no models' tables in {lake.root} (missing: {', '.join(missing)}). Set OFFSETS_PLATFORM_HOME "

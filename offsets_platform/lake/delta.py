@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, Field, QueryBuilder, write_deltalake
 
-from offsets_platform.lake.storage import S3Access, check_reachable, is_object_store, normalise_uri
+from offsets_platform.lake.storage import S3Access, check_reachable, is_object_store, local_leases_folder, normalise_uri
 from offsets_platform.lake.tables import TABLES, TableSpec, table_spec, with_model_tables
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Lake:
             if leases is None:
                 from offsets_platform.settings import Settings
 
-                leases = Settings.from_env().home / "leases" / str(self.root).removeprefix("s3://")
+                leases = local_leases_folder(Settings.from_env().home, self.root)
             self.leases = Path(leases).absolute()
         else:
             self.root = Path(root).absolute()

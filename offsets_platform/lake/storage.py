@@ -41,6 +41,13 @@ def is_object_store(root: str | Path) -> bool:
     return isinstance(root, str) and urlsplit(root).scheme.lower() in OBJECT_STORE_SCHEMES
 
 
+def local_leases_folder(home: Path, uri: str) -> Path:
+    """Where a lake on object storage keeps its leases (flock needs a local file system):
+    `<home>/leases/<bucket>/<prefix>`, one folder per lake, so every process of this host that
+    uses the lake (the command line, Dagster, a notebook) takes the same lock files."""
+    return Path(home) / "leases" / normalise_uri(uri).removeprefix("s3://")
+
+
 def normalise_uri(uri: str) -> str:
     """`s3://bucket/prefix` without a trailing slash (`s3a://` spelled `s3://`).
 

@@ -82,3 +82,26 @@ def test_the_notebooks_follow_the_uri_and_look_for_no_broker_data_beside_it(tmp_
     with pytest.raises(NoLake, match=r"beside a lake on object storage \(s3://bucket/prefix\).*BOOTSTRAP_SERVERS"):
         with configured_cluster(lake, env={}):
             pass
+
+
+def test_a_notebook_takes_the_same_leases_as_the_command_line_for_a_lake_on_s3(tmp_path, monkeypatch):
+    """A notebook applying a plan must exclude a command-line apply of the same lake: both lock
+    files in one folder."""
+    import offsets_platform.notebooks as notebooks
+
+    env = {"OFFSETS_PLATFORM_HOME": str(tmp_path / "home"), "OFFSETS_PLATFORM_LAKE_URI": "s3://bucket/some/prefix"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    opened = {}
+
+    def opened_lake(root, leases=None):
+        opened["lake"] = Lake(root, leases=leases, access=S3Access.from_env({}))
+        raise NoLakeYet
+
+    class NoLakeYet(Exception):
+        pass
+
+    monkeypatch.setattr(notebooks, "lake_for_models", opened_lake)
+    with pytest.raises(NoLakeYet):
+        notebooks.configured_lake(env)
+    assert opened["lake"].leases == Lake(env["OFFSETS_PLATFORM_LAKE_URI"], access=S3Access.from_env({})).leases
