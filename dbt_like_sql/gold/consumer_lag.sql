@@ -47,24 +47,24 @@ log_history as (
 
 lagging as (
     select
-        c.`group`,
+        c.group_id,
         c.topic,
-        c.`partition`,
+        c.partition_id,
         c.committed_offset,
         n.log_start_offset,
         n.log_end_offset,
         greatest(c.committed_offset, n.log_start_offset) as oldest_unread_offset,
         n.snapshot_at as measured_at
     from {{ ref('committed_offsets') }} as c
-    inner join log_now as n on c.topic = n.topic and c.`partition` = n.partition_id
+    inner join log_now as n on c.topic = n.topic and c.partition_id = n.partition_id
 ),
 
 written as (
     -- the snapshot interval in which the log end first passed the committed offset
     select
-        g.`group`,
+        g.group_id,
         g.topic,
-        g.`partition`,
+        g.partition_id,
         min_by(named_struct(
             'at', h.snapshot_at, 'end', h.log_end_offset,
             'previous_at', h.previous_at, 'previous_end', h.previous_end
@@ -72,9 +72,9 @@ written as (
         h.snapshot_at) as crossing
     from lagging as g
     inner join log_history as h
-        on g.topic = h.topic and g.`partition` = h.partition_id and g.oldest_unread_offset < h.log_end_offset
+        on g.topic = h.topic and g.partition_id = h.partition_id and g.oldest_unread_offset < h.log_end_offset
     where g.oldest_unread_offset < g.log_end_offset
-    group by g.`group`, g.topic, g.`partition`
+    group by g.group_id, g.topic, g.partition_id
 ),
 
 estimated as (
@@ -92,13 +92,13 @@ estimated as (
         end as oldest_unread_written_at,
         g.oldest_unread_offset < g.log_end_offset and w.crossing.previous_at is null as is_time_lag_lower_bound
     from lagging as g
-    left join written as w on g.`group` = w.`group` and g.topic = w.topic and g.`partition` = w.`partition`
+    left join written as w on g.group_id = w.group_id and g.topic = w.topic and g.partition_id = w.partition_id
 )
 
 select
-    `group`,
+    group_id,
     topic,
-    `partition`,
+    partition_id,
     committed_offset,
     log_start_offset,
     log_end_offset,

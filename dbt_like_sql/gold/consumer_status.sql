@@ -17,7 +17,7 @@
 -- past it look caught up (lag 0, so OK) when snapshots are minutes apart, taking the one after
 -- counts messages written after the commit as lag.
 --
--- The rules, in order (the first that holds decides; `rule` names it):
+-- The rules, in order (the first that holds decides; the column rule names it):
 --   caught_up             lag now (consumer_lag) is 0: OK, whatever the window says. A quiet
 --                         partition with no new messages is OK, not STOP.
 --   not_subscribed        the group has members whose subscriptions are all known, and none of
@@ -47,9 +47,9 @@ with clock as (
 judged as (
     -- the partitions with a committed offset now and a known log end: lag now is known
     select
-        `group`,
+        group_id,
         topic,
-        `partition`,
+        partition_id,
         committed_offset,
         log_end_offset,
         lag_messages,
@@ -61,18 +61,18 @@ abandoned as (
     -- offsets a reading group left behind on a topic none of its members subscribes to any more
     -- (the one definition, expirable_offsets.is_abandoned)
     select
-        `group`,
+        group_id,
         topic,
-        `partition`
+        partition_id
     from {{ ref('expirable_offsets') }}
     where is_abandoned
 ),
 
 log_commits as (
     select
-        r.group_id as `group`,
+        r.group_id,
         r.topic,
-        r.partition_id as `partition`,
+        r.partition_id,
         r.committed_offset,
         coalesce(unix_millis(r.committed_at), unix_millis(r.appended_at)) as at_ms,
         r.source_offset
@@ -82,9 +82,9 @@ log_commits as (
 
 log_observations as (
     select
-        `group`,
+        group_id,
         topic,
-        `partition`,
+        partition_id,
         max_by(committed_offset, source_offset) as committed_offset,
         max_by(at_ms, source_offset) as at_ms,
         max(source_offset) as seq,
@@ -92,7 +92,7 @@ log_observations as (
     from log_commits
     where at_ms is not null
     group by
-        `group`, topic, `partition`,
+        group_id, topic, partition_id,
         {% if min_distance_ms > 0 %}floor(at_ms / {{ min_distance_ms }}){% else %}source_offset{% endif %}
 ),
 
@@ -120,20 +120,20 @@ snapshot_values as (
 
 snapshot_observations as (
     select
-        v.group_id as `group`,
+        v.group_id,
         v.topic,
-        v.partition_id as `partition`,
+        v.partition_id,
         v.committed_offset,
         v.at_ms,
         cast(0 as bigint) as seq,
         'snapshot' as source
     from snapshot_values as v
     left anti join (select distinct
-        `group`,
+        group_id,
         topic,
-        `partition`
+        partition_id
     from log_commits) as l
-        on v.group_id = l.`group` and v.topic = l.topic and v.partition_id = l.`partition`
+        on v.group_id = l.group_id and v.topic = l.topic and v.partition_id = l.partition_id
     where v.previous_value is null or v.previous_value <> v.committed_offset
 ),
 
@@ -141,7 +141,7 @@ numbered as (
     select
         o.*,
         row_number() over (
-            partition by o.`group`, o.topic, o.`partition`
+            partition by o.group_id, o.topic, o.partition_id
             order by o.at_ms desc, o.seq desc
         ) as from_last
     from (
@@ -150,7 +150,7 @@ numbered as (
         select * from snapshot_observations
     ) as o
     left semi join judged as j
-        on o.`group` = j.`group` and o.topic = j.topic and o.`partition` = j.`partition`
+        on o.group_id = j.group_id and o.topic = j.topic and o.partition_id = j.partition_id
     where o.at_ms <= (select now_ms from clock)
 ),
 
@@ -172,24 +172,24 @@ log_ends as (
 bracketed as (
     -- the snapshots just before (or at) and just after each observation
     select
-        w.`group`,
+        w.group_id,
         w.topic,
-        w.`partition`,
+        w.partition_id,
         w.from_last,
         max_by(named_struct('at_ms', e.at_ms, 'log_end', e.log_end_offset), e.at_ms)
         filter (where e.at_ms <= w.at_ms) as before,
         min_by(named_struct('at_ms', e.at_ms, 'log_end', e.log_end_offset), e.at_ms)
         filter (where e.at_ms > w.at_ms) as after
     from observation_window as w
-    inner join log_ends as e on w.topic = e.topic and w.`partition` = e.partition_id
-    group by w.`group`, w.topic, w.`partition`, w.from_last
+    inner join log_ends as e on w.topic = e.topic and w.partition_id = e.partition_id
+    group by w.group_id, w.topic, w.partition_id, w.from_last
 ),
 
 observed as (
     select
-        w.`group`,
+        w.group_id,
         w.topic,
-        w.`partition`,
+        w.partition_id,
         w.committed_offset,
         w.at_ms,
         w.source,
@@ -206,22 +206,22 @@ observed as (
     from observation_window as w
     left join bracketed as b
         on
-            w.`group` = b.`group` and w.topic = b.topic and w.`partition` = b.`partition`
+            w.group_id = b.group_id and w.topic = b.topic and w.partition_id = b.partition_id
             and w.from_last = b.from_last
 ),
 
 stepped as (
     select
         o.*,
-        lag(committed_offset) over (partition by `group`, topic, `partition` order by position_from_end)
+        lag(committed_offset) over (partition by group_id, topic, partition_id order by position_from_end)
             as previous_offset,
         -- Burrow compares each known lag with the last known one before it
         last_value(lag_then, true) over (
-            partition by `group`, topic, `partition` order by position_from_end
+            partition by group_id, topic, partition_id order by position_from_end
             rows between unbounded preceding and 1 preceding
         ) as previous_known_lag,
         max(committed_offset) over (
-            partition by `group`, topic, `partition` order by position_from_end
+            partition by group_id, topic, partition_id order by position_from_end
             rows between current row and unbounded following
         ) as highest_from_here
     from observed as o
@@ -229,10 +229,10 @@ stepped as (
 
 summary as (
     select
-        `group`,
+        group_id,
         topic,
-        `partition`,
-        cast(count(*) as int) as observations,
+        partition_id,
+        cast(count(*) as int) as count_observations,
         max(source) as observations_from,
         min(at_ms) as first_at_ms,
         max(at_ms) as last_at_ms,
@@ -251,28 +251,28 @@ summary as (
         ), position_from_end)
         filter (where committed_offset < previous_offset) as rewind
     from stepped
-    group by `group`, topic, `partition`
+    group by group_id, topic, partition_id
 ),
 
 caught_up_after_last as (
     -- the latest snapshot, at or after the last observation, whose log end the last offset had reached
     select
-        s.`group`,
+        s.group_id,
         s.topic,
-        s.`partition`,
+        s.partition_id,
         max(e.at_ms) as caught_up_ms
     from summary as s
     inner join log_ends as e
         on
-            s.topic = e.topic and s.`partition` = e.partition_id
+            s.topic = e.topic and s.partition_id = e.partition_id
             and s.last_at_ms <= e.at_ms and s.last_offset >= e.log_end_offset
-    group by s.`group`, s.topic, s.`partition`
+    group by s.group_id, s.topic, s.partition_id
 ),
 
 evaluated as (
     select
         j.*,
-        s.observations,
+        s.count_observations,
         s.observations_from,
         s.first_at_ms,
         s.last_at_ms,
@@ -287,8 +287,8 @@ evaluated as (
         greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms)) as silent_since_ms,
         case
             when j.lag_messages = 0 then 'caught_up'
-            when a.`group` is not null then 'not_subscribed'
-            when coalesce(s.observations, 0) < 2 then 'too_few_observations'
+            when a.group_id is not null then 'not_subscribed'
+            when coalesce(s.count_observations, 0) < 2 then 'too_few_observations'
             when
                 n.now_ms - greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms))
                 > s.last_at_ms - s.first_at_ms then 'stopped'
@@ -300,10 +300,10 @@ evaluated as (
         end as rule
     from judged as j
     cross join clock as n
-    left join summary as s on j.`group` = s.`group` and j.topic = s.topic and j.`partition` = s.`partition`
+    left join summary as s on j.group_id = s.group_id and j.topic = s.topic and j.partition_id = s.partition_id
     left join caught_up_after_last as c
-        on j.`group` = c.`group` and j.topic = c.topic and j.`partition` = c.`partition`
-    left join abandoned as a on j.`group` = a.`group` and j.topic = a.topic and j.`partition` = a.`partition`
+        on j.group_id = c.group_id and j.topic = c.topic and j.partition_id = c.partition_id
+    left join abandoned as a on j.group_id = a.group_id and j.topic = a.topic and j.partition_id = a.partition_id
 ),
 
 statused as (
@@ -326,16 +326,16 @@ ranked as (
             when 'ABANDONED' then -1 when 'INCOMPLETE' then 0 when 'OK' then 1
             when 'WARN' then 2 else 3
         end)
-            over (partition by `group`) as group_severity,
-        cast(count(*) over (partition by `group`) as int) as group_partitions,
-        cast(count_if(status = 'INCOMPLETE') over (partition by `group`) as int) as group_partitions_incomplete
+            over (partition by group_id) as group_severity,
+        cast(count(*) over (partition by group_id) as int) as count_group_partitions,
+        cast(count_if(status = 'INCOMPLETE') over (partition by group_id) as int) as count_group_partitions_incomplete
     from statused as s
 )
 
 select
-    `group`,
+    group_id,
     topic,
-    `partition`,
+    partition_id,
     status,
     rule,
     -- a group whose every partition is ABANDONED reads nothing it is behind on: OK
@@ -343,9 +343,9 @@ select
         when 0 then 'INCOMPLETE' when -1 then 'OK' when 1 then 'OK' when 2 then 'WARN'
         else 'ERR' end
         as group_status,
-    group_partitions,
-    group_partitions_incomplete,
-    coalesce(observations, 0) as observations,
+    count_group_partitions,
+    count_group_partitions_incomplete,
+    coalesce(count_observations, 0) as count_observations,
     observations_from,
     timestamp_millis(first_at_ms) as window_start_at,
     timestamp_millis(last_at_ms) as window_end_at,

@@ -36,7 +36,7 @@ tombstones_by_project as (
     from removals as t
     inner join project_deletions as d
         on
-            t.`group` = d.group_id and (d.topic is null or (t.topic = d.topic and t.`partition` = d.partition_id))
+            t.group_id = d.group_id and (d.topic is null or (t.topic = d.topic and t.partition_id = d.partition_id))
             and abs(unix_seconds(d.recorded_at) - unix_seconds(t.removed_at)) <= 600
 ),
 
@@ -48,7 +48,7 @@ events as (
     select
         minute_start_at as at,
         'commit' as event,
-        offset_commits as n
+        count_offset_commits as n
     from {{ ref('offset_commit_counts') }}
     union all
     select
@@ -83,7 +83,7 @@ events as (
     from project_deletions as d
     left anti join removals as t
         on
-            d.group_id = t.`group` and d.topic = t.topic and d.partition_id = t.`partition`
+            d.group_id = t.group_id and d.topic = t.topic and d.partition_id = t.partition_id
             and abs(unix_seconds(d.recorded_at) - unix_seconds(t.removed_at)) <= 600
     where d.action = 'OffsetDelete'
     union all
@@ -95,21 +95,21 @@ events as (
         select
             appended_at,
             is_tombstone,
-            member_count,
+            count_members,
             generation,
             lag(generation) over (partition by group_id order by source_offset) as previous_generation
         from {{ ref('stg_kafka__group_metadata') }}
     )
-    where not is_tombstone and member_count > 0 and (previous_generation is null or generation > previous_generation)
+    where not is_tombstone and count_members > 0 and (previous_generation is null or generation > previous_generation)
 )
 
 select
     timestamp_seconds(floor(unix_seconds(at) / {{ bucket_seconds }}) * {{ bucket_seconds }}) as bucket_start_at,
     {{ var('metrics_bucket_minutes') }} as bucket_minutes,
-    sum(if(event = 'commit', n, 0)) as offset_commits,
-    sum(if(event = 'expiration', n, 0)) as offset_expirations,
-    sum(if(event = 'deletion', n, 0)) as offset_deletions,
-    sum(if(event = 'rebalance', n, 0)) as group_completed_rebalances
+    sum(if(event = 'commit', n, 0)) as count_offset_commits,
+    sum(if(event = 'expiration', n, 0)) as count_offset_expirations,
+    sum(if(event = 'deletion', n, 0)) as count_offset_deletions,
+    sum(if(event = 'rebalance', n, 0)) as count_group_completed_rebalances
 from events
 where at is not null
 group by 1

@@ -21,14 +21,14 @@ groups as (
 
 subscribed as (
     select
-        `group`,
+        group_id,
         topic
     from {{ ref('group_subscriptions') }}
 ),
 
 unknown_subscriptions as (
     -- consumer-protocol members whose subscription could not be read: Kafka then expires nothing
-    select distinct `group` from {{ ref('group_members') }}
+    select distinct group_id from {{ ref('group_members') }}
     where not is_subscription_decoded and subscribed_topic_regex is null
 ),
 
@@ -50,22 +50,22 @@ facts as (
         coalesce(g.state, 'Empty') as group_state,
         coalesce(g.classification, 'standalone') as classification,
         g.protocol_type,
-        g.member_count,
+        g.count_members,
         g.current_state_at,
         g.current_state_at_ms,
         g.state_entered_at,
         g.state_source,
         s.topic is not null as topic_subscribed,
-        u.`group` is not null as subscriptions_unknown,
+        u.group_id is not null as subscriptions_unknown,
         p.group_id is not null as pending_transaction,
         (select minutes from retention) as retention_minutes,
         (select minutes from retention) * 60000 as retention_ms,
         unix_millis(timestamp {{ var("as_of") | sql_string }}) as as_of_ms
     from offsets as o
-    left join groups as g on o.`group` = g.`group`
-    left join subscribed as s on o.`group` = s.`group` and o.topic = s.topic
-    left join unknown_subscriptions as u on o.`group` = u.`group`
-    left join pending as p on o.`group` = p.group_id and o.topic = p.topic and o.`partition` = p.partition_id
+    left join groups as g on o.group_id = g.group_id
+    left join subscribed as s on o.group_id = s.group_id and o.topic = s.topic
+    left join unknown_subscriptions as u on o.group_id = u.group_id
+    left join pending as p on o.group_id = p.group_id and o.topic = p.topic and o.partition_id = p.partition_id
 ),
 
 by_group as (
@@ -146,9 +146,9 @@ ruled as (
 )
 
 select
-    `group`,
+    group_id,
     topic,
-    `partition`,
+    partition_id,
     committed_offset,
     committed_at,
     estimated_committed_at,
@@ -174,7 +174,7 @@ select
     coalesce(
         group_rule in ('unsubscribed_topic', 'kip848_unsubscribed_topic', 'streams_unsubscribed_topic'),
         false
-    ) and coalesce(member_count, 0
+    ) and coalesce(count_members, 0
     ) > 0 as is_abandoned,
     round((cast(expires_at_ms as double) - as_of_ms) / 3600e3, 3) as hours_until_expiry,
     timestamp {{ var("as_of") | sql_string }} as evaluated_at,

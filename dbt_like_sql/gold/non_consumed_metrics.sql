@@ -7,9 +7,9 @@ select
         as bucket_start_at,
     {{ var('metrics_bucket_minutes') }} as bucket_minutes,
     topic,
-    `partition`,
-    sum(lost_count) as non_consumed_total,
-    sum(lost_count_at_least) as non_consumed_at_least,
-    cast(count(distinct `group`) as int) as groups_affected
+    partition_id,
+    sum(count_lost) as non_consumed_total,
+    sum(count_lost_at_least) as non_consumed_at_least,
+    cast(count(distinct group_id) as int) as count_groups_affected
 from {{ ref('unconsumed_messages') }}
 group by 1, 2, 3, 4

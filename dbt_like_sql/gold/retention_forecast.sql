@@ -16,9 +16,9 @@ with latest_configs as (
 )
 
 select
-    g.`group`,
+    g.group_id,
     g.topic,
-    g.`partition`,
+    g.partition_id,
     g.unread_in_log,
     g.lag_ms as oldest_unconsumed_age_ms,
     g.is_time_lag_lower_bound,

@@ -10,11 +10,11 @@
 -- When between the two snapshots the log start moved is not known, so neither is the committed
 -- offset in force at that moment: it is one of the offsets the group held during the interval
 -- (the one the earlier snapshot saw, each one the log shows committed in between, the one the
--- later snapshot saw). The lowest of them gives `lost_count`, the most the group can have lost;
--- the highest gives `lost_count_at_least`. The later offset alone would miss a loss whenever the
+-- later snapshot saw). The lowest of them gives count_lost, the most the group can have lost;
+-- the highest gives count_lost_at_least. The later offset alone would miss a loss whenever the
 -- consumer reset past the deleted range and committed before the next snapshot.
 --
--- Watched groups: a topic listed in the `watched_groups` variable is watched by the groups listed,
+-- Watched groups: a topic listed in the watched_groups variable is watched by the groups listed,
 -- on every partition; a listed group that held no offset at some point of the interval consumed
 -- none of what was deleted. Any other topic's partition is watched by the groups that held an
 -- offset on that partition during the interval.
@@ -30,7 +30,7 @@ moves as (
     select * from (
         select
             o.topic,
-            o.partition_id as `partition`,
+            o.partition_id,
             o.snapshot_id,
             s.snapshot_at,
             o.log_start_offset,
@@ -67,21 +67,21 @@ held as (
     -- the log holds none (null)
     select
         m.topic,
-        m.`partition`,
+        m.partition_id,
         m.snapshot_id,
-        o.group_id as `group`,
+        o.group_id,
         o.committed_offset,
         o.snapshot_id = m.previous_snapshot_id as at_start,
         o.snapshot_id = m.snapshot_id as at_end
     from moves as m
     inner join {{ ref('stg_snapshots__committed_offsets') }} as o
         on
-            m.topic = o.topic and m.`partition` = o.partition_id
+            m.topic = o.topic and m.partition_id = o.partition_id
             and o.snapshot_id in (m.previous_snapshot_id, m.snapshot_id)
     union all
     select /*+ broadcast(m) */
         m.topic,
-        m.`partition`,
+        m.partition_id,
         m.snapshot_id,
         r.group_id,
         case when not r.is_tombstone then r.committed_offset end,
@@ -90,7 +90,7 @@ held as (
     from moves as m
     inner join {{ ref('stg_kafka__offset_commits') }} as r
         on
-            m.topic = r.topic and m.`partition` = r.partition_id
+            m.topic = r.topic and m.partition_id = r.partition_id
             and m.previous_snapshot_at < r.appended_at and m.snapshot_at >= r.appended_at
     where
         r.appended_at > (select earliest from window_bounds)
@@ -100,18 +100,18 @@ held as (
 held_per_group as (
     select
         topic,
-        `partition`,
+        partition_id,
         snapshot_id,
-        `group`,
+        group_id,
         min(committed_offset) as lowest_offset,
         max(committed_offset) as highest_offset,
         max(case when at_start then committed_offset end) as committed_offset_at_start,
         max(case when at_end then committed_offset end) as committed_offset,
-        cast(count_if(not at_start and not at_end) as int) as log_records_between,
+        cast(count_if(not at_start and not at_end) as int) as count_log_records_between,
         -- held an offset from one snapshot to the other without a gap
         bool_or(at_start) and bool_or(at_end) and not bool_or(committed_offset is null) as held_throughout
     from held
-    group by topic, `partition`, snapshot_id, `group`
+    group by topic, partition_id, snapshot_id, group_id
 ),
 
 configured_watch as (
@@ -121,15 +121,15 @@ configured_watch as (
         {%- for topic, groups in watched.items() %}{% for group in groups %}
         ({{ topic | sql_string }}, {{ group | sql_string }}),
     {%- endfor %}{% endfor %}
-        ('', '') as t (topic, `group`)
+        ('', '') as t (topic, group_id)
 ),
 
 configured_watchers as (
     select
         m.topic,
-        m.`partition`,
+        m.partition_id,
         m.snapshot_id,
-        w.`group`
+        w.group_id
     from moves as m inner join configured_watch as w on m.topic = w.topic
 ),
 
@@ -139,31 +139,31 @@ watchers as (
     -- reference.
     select
         coalesce(g.topic, c.topic) as topic,
-        coalesce(g.`partition`, c.`partition`) as `partition`,
+        coalesce(g.partition_id, c.partition_id) as partition_id,
         coalesce(g.snapshot_id, c.snapshot_id) as snapshot_id,
-        coalesce(g.`group`, c.`group`) as `group`,
-        case when c.`group` is not null then 'configured' else 'default' end as watched_by,
+        coalesce(g.group_id, c.group_id) as group_id,
+        case when c.group_id is not null then 'configured' else 'default' end as watched_by,
         g.lowest_offset,
         g.highest_offset,
         g.committed_offset_at_start,
         g.committed_offset,
-        coalesce(g.log_records_between, 0) as log_records_between,
+        coalesce(g.count_log_records_between, 0) as count_log_records_between,
         coalesce(g.held_throughout, false) as held_throughout
     from held_per_group as g
     full outer join configured_watchers as c
         on
-            g.topic = c.topic and g.`partition` = c.`partition` and g.snapshot_id = c.snapshot_id
-            and g.`group` = c.`group`
+            g.topic = c.topic and g.partition_id = c.partition_id and g.snapshot_id = c.snapshot_id
+            and g.group_id = c.group_id
     where
-        c.`group` is not null
+        c.group_id is not null
         or (g.highest_offset is not null and g.topic not in (select topic from configured_watch))
 ),
 
 facts as (
     select
         m.topic,
-        m.`partition`,
-        w.`group`,
+        m.partition_id,
+        w.group_id,
         w.watched_by,
         m.snapshot_at as observed_at,
         m.previous_snapshot_at,
@@ -171,7 +171,7 @@ facts as (
         m.log_start_offset,
         w.committed_offset_at_start,
         w.committed_offset,
-        w.log_records_between,
+        w.count_log_records_between,
         greatest(
             m.previous_log_start_offset,
             case
@@ -185,15 +185,15 @@ facts as (
         c.retention_bytes,
         c.cleanup_policy
     from moves as m
-    inner join watchers as w on m.topic = w.topic and m.`partition` = w.`partition` and m.snapshot_id = w.snapshot_id
+    inner join watchers as w on m.topic = w.topic and m.partition_id = w.partition_id and m.snapshot_id = w.snapshot_id
     inner join configs as c on m.snapshot_id = c.snapshot_id and m.topic = c.topic
     where array_contains(split(c.cleanup_policy, ','), 'delete')
 )
 
 select
     topic,
-    `partition`,
-    `group`,
+    partition_id,
+    group_id,
     watched_by,
     observed_at,
     previous_snapshot_at,
@@ -201,11 +201,11 @@ select
     log_start_offset,
     committed_offset_at_start,
     committed_offset,
-    log_records_between,
+    count_log_records_between,
     lost_from_offset,
     log_start_offset as lost_to_offset,
-    log_start_offset - lost_from_offset as lost_count,
-    greatest(log_start_offset - certainly_lost_from_offset, 0) as lost_count_at_least,
+    log_start_offset - lost_from_offset as count_lost,
+    greatest(log_start_offset - certainly_lost_from_offset, 0) as count_lost_at_least,
     retention_ms,
     retention_bytes,
     cleanup_policy

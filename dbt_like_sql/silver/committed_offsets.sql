@@ -17,16 +17,16 @@ latest_snapshot as (
 
 snapshot_groups as (
     -- groups the latest snapshot described and fetched offsets of without an error
-    select distinct g.group_id as `group`
+    select distinct g.group_id
     from {{ ref('stg_snapshots__groups') }} as g
     inner join {{ ref('stg_snapshots__complete_snapshots') }} as l on g.snapshot_id = l.snapshot_id and l.is_latest
 ),
 
 joined as (
     select
-        coalesce(l.`group`, s.`group`) as `group`,
+        coalesce(l.group_id, s.group_id) as group_id,
         coalesce(l.topic, s.topic) as topic,
-        coalesce(l.`partition`, s.`partition`) as `partition`,
+        coalesce(l.partition_id, s.partition_id) as partition_id,
         l.is_removed,
         l.committed_offset as log_offset,
         l.leader_epoch as log_leader_epoch,
@@ -42,11 +42,11 @@ joined as (
         s.first_seen_at,
         s.last_unseen_at,
         (select snapshot_at from latest_snapshot) as snapshot_at,
-        g.`group` is not null as snapshot_covers_group
+        g.group_id is not null as snapshot_covers_group
     from log_offsets as l
     full outer join snap as s
-        on l.`group` = s.`group` and l.topic = s.topic and l.`partition` = s.`partition`
-    left join snapshot_groups as g on g.`group` = coalesce(l.`group`, s.`group`)
+        on l.group_id = s.group_id and l.topic = s.topic and l.partition_id = s.partition_id
+    left join snapshot_groups as g on g.group_id = coalesce(l.group_id, s.group_id)
 ),
 
 decided as (
@@ -71,9 +71,9 @@ decided as (
 )
 
 select
-    `group`,
+    group_id,
     topic,
-    `partition`,
+    partition_id,
     case when taken_from = 'log' then log_offset else snapshot_offset end as committed_offset,
     case when taken_from = 'log' then log_leader_epoch else snapshot_leader_epoch end as leader_epoch,
     case when taken_from = 'log' then log_metadata else snapshot_metadata end as metadata,

@@ -8,7 +8,7 @@ with groups as (
 
 classic as (
     select
-        m.group_id as `group`,
+        m.group_id,
         m.member_id,
         m.group_instance_id,
         m.client_id,
@@ -37,7 +37,7 @@ kip848_latest as (
 
 kip848 as (
     select
-        k.group_id as `group`,
+        k.group_id,
         k.member_id,
         cast(null as string) as group_instance_id,
         k.r.client_id,
@@ -47,13 +47,13 @@ kip848 as (
         true as is_subscription_decoded,
         'log' as source
     from kip848_latest as k
-    inner join groups as g on k.group_id = g.`group`
+    inner join groups as g on k.group_id = g.group_id
     where not k.r.is_tombstone and g.state_source = 'log' and g.log_kind = 'kip848'
 ),
 
 snapshot as (
     select
-        m.group_id as `group`,
+        m.group_id,
         m.member_id,
         m.group_instance_id,
         m.client_id,
@@ -65,7 +65,7 @@ snapshot as (
     from groups as g
     inner join
         {{ ref('stg_snapshots__group_members') }} as m
-        on g.snapshot_id = m.snapshot_id and g.`group` = m.group_id
+        on g.snapshot_id = m.snapshot_id and g.group_id = m.group_id
     where g.state_source = 'snapshot'
 )
 

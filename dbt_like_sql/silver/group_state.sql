@@ -10,11 +10,11 @@ with history as (
 
 latest_log as (
     select
-        `group`,
+        group_id,
         max_by(struct(*), source_offset) as r
     from history
     where source = 'log'
-    group by `group`
+    group by group_id
 ),
 
 latest_snapshot as (
@@ -27,12 +27,12 @@ latest_snapshot as (
 
 snapshot_now as (
     select
-        g.group_id as `group`,
+        g.group_id,
         g.group_type,
         g.state,
         g.protocol_type,
         g.protocol,
-        g.member_count,
+        g.count_members,
         g.snapshot_at,
         g.snapshot_id
     from {{ ref('stg_snapshots__groups') }} as g
@@ -42,29 +42,29 @@ snapshot_now as (
 snapshot_since as (
     -- when the snapshots first saw the current state (the latest change row)
     select
-        `group`,
+        group_id,
         max(observed_at) as since
     from history
     where source = 'snapshot'
-    group by `group`
+    group by group_id
 ),
 
 standalone as (
     -- a standalone group has been Empty since its last commit
     select
-        `group`,
+        group_id,
         max(estimated_committed_at) as last_commit
     from {{ ref('committed_offsets') }}
-    group by `group`
+    group by group_id
 ),
 
 combined as (
     select
-        coalesce(l.`group`, s.`group`, o.`group`) as `group`,
+        coalesce(l.group_id, s.group_id, o.group_id) as group_id,
         case
-            when s.`group` is not null and (l.`group` is null or s.snapshot_at > l.r.observed_at)
+            when s.group_id is not null and (l.group_id is null or s.snapshot_at > l.r.observed_at)
                 then 'snapshot'
-            when l.`group` is not null then 'log'
+            when l.group_id is not null then 'log'
             else 'offsets'
         end as state_source,
         l.r as log,
@@ -72,21 +72,21 @@ combined as (
         s.state as snapshot_state,
         s.protocol_type as snapshot_protocol_type,
         s.protocol as snapshot_protocol,
-        s.member_count as snapshot_member_count,
+        s.count_members as snapshot_count_members,
         s.snapshot_at,
         s.snapshot_id,
         ss.since as snapshot_since,
         o.last_commit,
         s.state = l.r.state and l.r.observed_at <= coalesce(ss.since, s.snapshot_at) as log_state_holds
     from latest_log as l
-    full outer join snapshot_now as s on l.`group` = s.`group`
-    full outer join standalone as o on o.`group` = coalesce(l.`group`, s.`group`)
-    left join snapshot_since as ss on ss.`group` = coalesce(l.`group`, s.`group`, o.`group`)
+    full outer join snapshot_now as s on l.group_id = s.group_id
+    full outer join standalone as o on o.group_id = coalesce(l.group_id, s.group_id)
+    left join snapshot_since as ss on ss.group_id = coalesce(l.group_id, s.group_id, o.group_id)
 ),
 
 resolved as (
     select
-        `group`,
+        group_id,
         state_source,
         -- ListGroups' group type when a snapshot is the newer source, else the latest record's
         case
@@ -103,9 +103,9 @@ resolved as (
         log.generation,
         log.leader,
         case state_source
-            when 'snapshot' then snapshot_member_count when 'log' then log.member_count
+            when 'snapshot' then snapshot_count_members when 'log' then log.count_members
             else 0
-        end as member_count,
+        end as count_members,
         -- The log's record of a transition is exact; a snapshot only bounds when it happened.
         -- So when a newer snapshot reports the state the latest log record wrote, and the
         -- snapshots first saw it after that record, the log's times stand.
@@ -127,7 +127,7 @@ resolved as (
 )
 
 select
-    `group`,
+    group_id,
     state,
     case
         when kind = 'kip848' then 'kip848_consumer'
@@ -140,7 +140,7 @@ select
     protocol,
     generation,
     leader,
-    member_count,
+    count_members,
     current_state_at,
     state_entered_at,
     state_source,

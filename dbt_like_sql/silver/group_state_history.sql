@@ -8,19 +8,19 @@
 --  * admin-API snapshots: a row when DescribeGroups reports a state other than the group's
 --    previous snapshot did (this is the only place PreparingRebalance and CompletingRebalance,
 --    which Kafka never logs, can show up).
--- `kind` says which: classic, kip848, share, streams or snapshot. Kafka converts a group between
+-- The column kind says which: classic, kip848, share, streams or snapshot. Kafka converts a group between
 -- the classic and the KIP-848 protocol by writing the other kind's records (and tombstones for the
 -- old ones), so the latest record tells the group's kind now.
 with classic as (
     select
         group_id,
         appended_at as observed_at,
-        case when is_tombstone then 'Dead' when member_count = 0 then 'Empty' else 'Stable' end as state,
+        case when is_tombstone then 'Dead' when count_members = 0 then 'Empty' else 'Stable' end as state,
         protocol_type,
         protocol,
         generation,
         leader,
-        member_count,
+        count_members,
         current_state_at,
         'log' as source,
         'classic' as kind,
@@ -73,7 +73,7 @@ modern_members as (
         cast(sum(change) over (
             partition by group_id, kind order by source_offset
             rows between unbounded preceding and current row
-        ) as int) as member_count,
+        ) as int) as count_members,
         source_partition,
         source_offset
     from modern_member_changes
@@ -101,12 +101,12 @@ modern as (
     select
         group_id,
         observed_at,
-        case when member_count = 0 then 'Empty' else 'Stable' end as state,
+        case when count_members = 0 then 'Empty' else 'Stable' end as state,
         case kind when 'kip848' then 'consumer' else kind end as protocol_type,
         cast(null as string) as protocol,
         cast(null as int) as generation,
         cast(null as string) as leader,
-        member_count,
+        count_members,
         cast(null as timestamp) as current_state_at,
         'log' as source,
         kind,
@@ -142,7 +142,7 @@ snapshot_observations as (
         g.state,
         g.protocol_type,
         g.protocol,
-        g.member_count,
+        g.count_members,
         g.snapshot_id,
         lag(g.state) over (partition by g.group_id order by g.snapshot_at) as previous_state
     from {{ ref('stg_snapshots__groups') }} as g
@@ -158,7 +158,7 @@ snapshots as (
         protocol,
         cast(null as int) as generation,
         cast(null as string) as leader,
-        member_count,
+        count_members,
         cast(null as timestamp) as current_state_at,
         'snapshot' as source,
         'snapshot' as kind,
@@ -171,14 +171,14 @@ snapshots as (
 )
 
 select
-    group_id as `group`,
+    group_id,
     observed_at,
     state,
     protocol_type,
     protocol,
     generation,
     leader,
-    member_count,
+    count_members,
     current_state_at,
     source,
     kind,

@@ -17,7 +17,7 @@ groups as (
 
 by_name as (
     select
-        `group`,
+        group_id,
         member_id as subscriber,
         explode(subscribed_topics) as topic
     from members
@@ -38,12 +38,12 @@ by_regex as (
     -- each member using the expression subscribes; the expression itself counts as one subscriber
     -- when its members are not known (a snapshot that did not describe them)
     select
-        x.group_id as `group`,
+        x.group_id,
         coalesce(m.member_id, concat('regex ', x.regular_expression)) as subscriber,
         explode(x.r.resolved_topics) as topic
     from regex_latest as x
-    inner join groups as g on x.group_id = g.`group` and g.classification = 'kip848_consumer' and g.state <> 'Dead'
-    left join members as m on x.group_id = m.`group` and x.regular_expression = m.subscribed_topic_regex
+    inner join groups as g on x.group_id = g.group_id and g.classification = 'kip848_consumer' and g.state <> 'Dead'
+    left join members as m on x.group_id = m.group_id and x.regular_expression = m.subscribed_topic_regex
     where not x.r.is_tombstone
 ),
 
@@ -58,36 +58,36 @@ topology_latest as (
 
 by_topology as (
     select
-        t.group_id as `group`,
+        t.group_id,
         explode(t.r.source_topics) as topic,
-        g.member_count
+        g.count_members
     from topology_latest as t
-    inner join groups as g on t.group_id = g.`group` and g.classification = 'streams'
-    where not t.r.is_tombstone and g.state not in ('Empty', 'Dead') and g.member_count > 0
+    inner join groups as g on t.group_id = g.group_id and g.classification = 'streams'
+    where not t.r.is_tombstone and g.state not in ('Empty', 'Dead') and g.count_members > 0
 ),
 
 counted as (
     select
-        `group`,
+        group_id,
         topic,
-        count(distinct subscriber) as subscribing_members
+        count(distinct subscriber) as count_subscribing_members
     from (
         select * from by_name
         union all
         select * from by_regex
     ) as subscribers
-    group by `group`, topic
+    group by group_id, topic
     union all
     select
-        `group`,
+        group_id,
         topic,
-        member_count
+        count_members
     from by_topology
 )
 
 select
-    `group`,
+    group_id,
     topic,
-    cast(max(subscribing_members) as int) as subscribing_members
+    cast(max(count_subscribing_members) as int) as count_subscribing_members
 from counted
-group by `group`, topic
+group by group_id, topic

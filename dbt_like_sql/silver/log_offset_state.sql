@@ -21,9 +21,9 @@ latest as (
 )
 
 select /*+ broadcast(l) */
-    group_id as `group`,
+    group_id,
     topic,
-    partition_id as `partition`,
+    partition_id,
     is_tombstone as is_removed,
     committed_offset,
     leader_epoch,

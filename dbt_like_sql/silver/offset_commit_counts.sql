@@ -6,13 +6,13 @@
 select
     regexp_extract(source_path, '[^/]+$', 0) as source_file,
     timestamp_seconds(minute * 60) as minute_start_at,
-    offset_commits
+    count_offset_commits
 from (
     -- aggregate first: the file name extracted once per group, not once per record, is 10x faster
     select
         input_file_name() as source_path,
         floor(unix_seconds(committed_at) / 60) as minute,
-        count(*) as offset_commits
+        count(*) as count_offset_commits
     from {{ ref('stg_kafka__offset_commits', new_only=true) }}
     where not is_tombstone and committed_at is not null
     group by 1, 2

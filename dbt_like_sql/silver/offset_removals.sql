@@ -49,9 +49,9 @@ chain as (
     {% if is_incremental() %}
         union all
         select /*+ broadcast(k) */
-            s.`group`,
+            s.group_id,
             s.topic,
-            s.`partition`,
+            s.partition_id,
             s.is_removed,
             s.committed_at,
             s.legacy_expires_at,
@@ -64,7 +64,7 @@ chain as (
         from {{ ref('log_offset_state', at_last_run=true) }} as s
         left semi join
             removed_keys as k
-            on s.`group` = k.group_id and s.topic = k.topic and s.`partition` = k.partition_id
+            on s.group_id = k.group_id and s.topic = k.topic and s.partition_id = k.partition_id
     {% endif %}
 ),
 
@@ -103,7 +103,7 @@ stream as (
         group_id,
         source_offset,
         named_struct(
-            'is_tombstone', is_tombstone, 'member_count', member_count,
+            'is_tombstone', is_tombstone, 'count_members', count_members,
             'protocol_type', protocol_type,
             'current_state_at_ms', current_state_at_ms,
             'source_partition', source_partition, 'source_offset', source_offset
@@ -191,7 +191,7 @@ judged as (
             when
                 t.group_then is null or t.group_then.is_tombstone
                 or coalesce(t.group_then.protocol_type, '') = '' then t.committed_at_ms
-            when t.group_then.member_count = 0
+            when t.group_then.count_members = 0
                 then coalesce(t.group_then.current_state_at_ms, t.committed_at_ms)
             when t.group_then.protocol_type = 'consumer' and s.topic is null then t.committed_at_ms
         end as base_at_ms
@@ -204,9 +204,9 @@ judged as (
 )
 
 select
-    group_id as `group`,
+    group_id,
     topic,
-    partition_id as `partition`,
+    partition_id,
     removed_at,
     source_partition,
     source_offset,

@@ -91,9 +91,9 @@ previous_snapshot as (
 )
 
 select
-    c.group_id as `group`,
+    c.group_id,
     c.topic,
-    c.partition_id as `partition`,
+    c.partition_id,
     c.committed_offset,
     c.leader_epoch,
     c.metadata,

@@ -5,11 +5,11 @@ select
     action_id,
     origin,
     action,
-    `group` as group_id,
+    audit.group as group_id,
     topic,
-    `partition` as partition_id,
+    audit.partition as partition_id,
     outcome,
     error,
     requested_by,
     at as recorded_at
-from {{ source('cleanup', 'cleanup_audit') }}
+from {{ source('cleanup', 'cleanup_audit') }} as audit

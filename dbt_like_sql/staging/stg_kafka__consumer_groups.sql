@@ -5,7 +5,7 @@ select
     source_offset,
     source_timestamp as appended_at,
     record_type,
-    `group` as group_id,
+    records.group as group_id,
     member_id,
     regular_expression,
     tombstone as is_tombstone,
@@ -16,4 +16,4 @@ select
     client_host,
     resolved_topics,
     source_topics
-from {{ source('bronze', 'consumer_group_records') }}
+from {{ source('bronze', 'consumer_group_records') }} as records  -- noqa: AL05

@@ -2,7 +2,7 @@
 select
     source_partition,
     source_offset,
-    `group` as group_id,
+    members.group as group_id,
     member_index,
     member_id,
     group_instance_id,
@@ -11,4 +11,4 @@ select
     subscription_version,
     subscribed_topics,
     subscription_error
-from {{ source('bronze', 'group_metadata_members') }}
+from {{ source('bronze', 'group_metadata_members') }} as members  -- noqa: AL05

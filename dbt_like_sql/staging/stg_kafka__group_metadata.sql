@@ -3,14 +3,14 @@ select
     source_partition,
     source_offset,
     source_timestamp as appended_at,
-    `group` as group_id,
+    records.group as group_id,
     tombstone as is_tombstone,
     value_version,
     protocol_type,
     generation,
     protocol,
     leader,
-    member_count,
+    member_count as count_members,
     current_state_timestamp as current_state_at,
     coalesce(unix_millis(current_state_timestamp), current_state_timestamp_out_of_range_ms) as current_state_at_ms
-from {{ source('bronze', 'group_metadata_records') }}
+from {{ source('bronze', 'group_metadata_records') }} as records  -- noqa: AL05

@@ -4,9 +4,9 @@ select
     source_partition,
     source_offset,
     source_timestamp as appended_at,
-    `group` as group_id,
+    records.group as group_id,
     topic,
-    `partition` as partition_id,
+    records.partition as partition_id,
     tombstone as is_tombstone,
     value_version,
     offset as committed_offset,
@@ -16,4 +16,4 @@ select
     expire_timestamp as legacy_expires_at,
     coalesce(unix_millis(commit_timestamp), commit_timestamp_out_of_range_ms) as committed_at_ms,
     coalesce(unix_millis(expire_timestamp), expire_timestamp_out_of_range_ms) as legacy_expires_at_ms
-from {{ source('bronze', 'offset_commit_records') }}
+from {{ source('bronze', 'offset_commit_records') }} as records

@@ -1,11 +1,11 @@
 select
     snapshot_id,
     snapshot_at,
-    `group` as group_id,
+    groups.group as group_id,
     group_type,
     state,
     protocol_type,
     protocol,
-    member_count,
+    member_count as count_members,
     coordinator_id
-from {{ source('bronze', 'group_snapshots') }}
+from {{ source('bronze', 'group_snapshots') }} as groups  -- noqa: AL05

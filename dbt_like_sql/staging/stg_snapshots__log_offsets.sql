@@ -1,7 +1,7 @@
 select
     snapshot_id,
     topic,
-    `partition` as partition_id,
+    log_offsets.partition as partition_id,
     log_start_offset,
     log_end_offset
-from {{ source('bronze', 'log_offset_snapshots') }}
+from {{ source('bronze', 'log_offset_snapshots') }} as log_offsets

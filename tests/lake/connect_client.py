@@ -39,7 +39,7 @@ def main(endpoint: str, lake_root: str, as_of: str) -> None:
     delta = {"extensions": spark.conf.get("spark.sql.extensions"),
              "read": spark.read.format("delta").load(group_state_path).count()}
     spark.sql(f"MERGE INTO delta.`{group_state_path}` AS t USING delta.`{group_state_path}` AS s "
-              "ON t.`group` = s.`group` WHEN MATCHED THEN UPDATE SET *")
+              "ON t.group_id = s.group_id WHEN MATCHED THEN UPDATE SET *")
     delta["after_merge"] = spark.read.format("delta").load(group_state_path).count()
     spark.stop()
     print(json.dumps({"settings": settings, "modes": {run.model: run.mode for run in runs}, "checks": checks,

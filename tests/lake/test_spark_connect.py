@@ -82,7 +82,7 @@ def test_models_and_checks_over_spark_connect_equal_a_local_run(spark, connect_s
     for name in ("committed_offsets", "group_state", "offset_removals", "expirable_offsets", "consumer_lag"):
         assert _rows(local, name), f"{name} is empty: the comparison would prove nothing"
     assert all(outcome["checks"][name] and all(outcome["checks"][name]) for name in models), outcome["checks"]
-    assert set(outcome["broken_failed"]) == {"group is unique", "state is not null"}
+    assert set(outcome["broken_failed"]) == {"group_id is unique", "state is not null"}
     # the server carries Delta (offsets_platform.lake.spark): a client reads a lake table as Delta
     # and MERGEs into it (every row onto itself), and the lake reads the table that MERGE wrote
     group_states = len(_rows(local, "group_state"))

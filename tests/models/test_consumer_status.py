@@ -139,7 +139,7 @@ def _bronze() -> BronzeBuilder:
 def _statuses(spark, lake, **variables) -> dict[tuple[str, int], dict]:
     ModelRunner(spark, lake, variables={"as_of": AS_OF.strftime("%Y-%m-%d %H:%M:%S"), **variables},
                 emit=lambda line: None).run_all(select=MODELS)
-    return {(r["group"], r["partition"]): r for r in lake.read_arrow("consumer_status").to_pylist()}
+    return {(r["group_id"], r["partition_id"]): r for r in lake.read_arrow("consumer_status").to_pylist()}
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,7 @@ def test_a_quiet_partition_is_ok_not_stopped(rows):
 def test_too_few_observations_is_incomplete(rows):
     row = rows[("single", 0)]
     assert (row["status"], row["rule"], row["group_status"]) == ("INCOMPLETE", "too_few_observations", "INCOMPLETE")
-    assert (row["observations"], row["group_partitions_incomplete"]) == (1, 1)
+    assert (row["count_observations"], row["count_group_partitions_incomplete"]) == (1, 1)
 
 
 def test_silent_for_longer_than_the_window_spans_is_stop(rows):
@@ -213,7 +213,7 @@ def test_the_same_offset_committed_with_lag_throughout_is_stall_and_the_group_er
     assert (caught_up["status"], caught_up["rule"]) == ("OK", "caught_up")
     # the group is its worst partition's state, STALL counting as ERR
     assert stalled["group_status"] == caught_up["group_status"] == "ERR"
-    assert stalled["group_partitions"] == 2
+    assert stalled["count_group_partitions"] == 2
 
 
 def test_lag_on_a_topic_the_group_no_longer_subscribes_to_is_abandoned_not_stop(rows):
@@ -238,28 +238,28 @@ def test_lag_that_falls_is_ok(rows):
 
 def test_a_group_known_only_from_snapshots_is_judged_on_the_values_they_saw(rows):
     row = rows[("snapshots-only", 0)]
-    assert (row["observations_from"], row["observations"], row["window_seconds"]) == ("snapshot", 2, 600)
+    assert (row["observations_from"], row["count_observations"], row["window_seconds"]) == ("snapshot", 2, 600)
     assert (row["status"], row["rule"], row["first_lag"], row["last_lag"]) == ("STOP", "stopped", 90, 80)
 
 
 def test_frequent_commits_fill_the_window_at_most_once_per_min_distance(runs):
     default, every_commit = runs[0][("frequent-commits", 0)], runs[1][("frequent-commits", 0)]
-    assert (default["observations"], default["window_seconds"], default["observations_from"]) == (10, 540, "log")
+    assert (default["count_observations"], default["window_seconds"], default["observations_from"]) == (10, 540, "log")
     assert (default["status"], default["rule"]) == ("OK", "progressing")
-    assert (every_commit["observations"], every_commit["window_seconds"]) == (3, 10)
+    assert (every_commit["count_observations"], every_commit["window_seconds"]) == (3, 10)
     assert (every_commit["status"], every_commit["rule"]) == ("STOP", "stopped")
 
 
 def test_the_window_holds_the_last_n_observations(runs):
     default, three = runs[0][("window", 0)], runs[1][("window", 0)]
-    assert (default["observations"], default["status"], default["rule"]) == (5, "OK", "lag_zero_in_window")
-    assert (three["observations"], three["status"], three["rule"]) == (3, "STALL", "offsets_unchanged")
+    assert (default["count_observations"], default["status"], default["rule"]) == (5, "OK", "lag_zero_in_window")
+    assert (three["count_observations"], three["status"], three["rule"]) == (3, "STALL", "offsets_unchanged")
     assert (three["first_lag"], three["last_lag"]) == (20, 40)
 
 
 def test_every_partition_with_lag_known_has_a_status(rows, module_lake):
     # the grain: consumer_lag's rows, no more, no fewer
-    lag = {(r["group"], r["partition"]) for r in module_lake.read_arrow("consumer_lag").to_pylist()}
+    lag = {(r["group_id"], r["partition_id"]) for r in module_lake.read_arrow("consumer_lag").to_pylist()}
     assert lag == set(rows)
 
 

@@ -60,14 +60,14 @@ def metrics(spark, module_lake):
 
 def test_tombstones_are_classified_by_the_rules(metrics):
     row, expirations, deletions = metrics
-    assert (row["offset_expirations"], row["offset_deletions"]) == (expirations, deletions) == (4, 3)
+    assert (row["count_offset_expirations"], row["count_offset_deletions"]) == (expirations, deletions) == (4, 3)
 
 
 def test_commits_and_completed_rebalances_are_counted(metrics):
     row, _, _ = metrics
-    assert row["offset_commits"] == 3 + 2 + 2  # solo, stable, gone
+    assert row["count_offset_commits"] == 3 + 2 + 2  # solo, stable, gone
     # a new generation with members: stable 1 and 2, gone 1 (not the static rejoin, not Empty)
-    assert row["group_completed_rebalances"] == 3
+    assert row["count_group_completed_rebalances"] == 3
     assert row["bucket_start_at"] == at() and row["bucket_minutes"] == 1440
 
 
@@ -90,4 +90,4 @@ def test_deletions_the_project_performed_are_known_from_the_audit(spark, tmp_pat
     lake.append("cleanup_audit", pa.Table.from_pylist(audit))
     run_models(spark, lake, at(days=1), offsets_retention_minutes_fallback=60, metrics_bucket_minutes=1440)
     (row,) = lake.read_arrow("coordinator_metrics").to_pylist()
-    assert (row["offset_expirations"], row["offset_deletions"]) == (0, 2)
+    assert (row["count_offset_expirations"], row["count_offset_deletions"]) == (0, 2)

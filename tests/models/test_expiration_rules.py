@@ -122,7 +122,7 @@ def expirable(spark, module_lake):
                         {"group": "snap-kip848", "topic": "refunds", "partition": 0, "committed_offset": 61}])
     b.write(module_lake)
     run_models(spark, module_lake, AS_OF)
-    return rows_by(module_lake, "expirable_offsets", "group", "topic", "partition")
+    return rows_by(module_lake, "expirable_offsets", "group_id", "topic", "partition_id")
 
 
 def test_empty_group_with_current_state_timestamp_expires_from_when_it_became_empty(expirable):

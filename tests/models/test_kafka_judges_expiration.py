@@ -128,8 +128,8 @@ def judged(spark, tmp_path_factory):
         snapshot_cluster(connection, lake, emit=lambda line: None)
         before = {group: committed(bootstrap, group) for group in GROUPS}
         run_models(spark, lake, as_of=datetime.now(timezone.utc))
-        predictions = {(row["group"], row["topic"], row["partition"]): row
-                       for row in lake.read_arrow("expirable_offsets").to_pylist() if row["group"] in GROUPS}
+        predictions = {(row["group_id"], row["topic"], row["partition_id"]): row
+                       for row in lake.read_arrow("expirable_offsets").to_pylist() if row["group_id"] in GROUPS}
 
         # Wait until every predicted expiration is past by two check intervals.
         due = [row["expires_at"] for row in predictions.values() if row["expires_at"] is not None]

@@ -27,8 +27,9 @@ from offsets_platform.settings import KafkaConnection
 from tests.models.conftest import run_models
 
 TOPIC = "meters"
-METERS = {"offset-commit-count": "offset_commits", "offset-expiration-count": "offset_expirations",
-          "offset-deletion-count": "offset_deletions", "group-completed-rebalance-count": "group_completed_rebalances"}
+METERS = {"offset-commit-count": "count_offset_commits", "offset-expiration-count": "count_offset_expirations",
+          "offset-deletion-count": "count_offset_deletions",
+          "group-completed-rebalance-count": "count_group_completed_rebalances"}
 
 
 def coordinator_meters(jmx_url: str) -> dict[str, float]:
@@ -116,12 +117,12 @@ def judged(spark, tmp_path_factory):
 
 def test_commits_expirations_and_completed_rebalances_equal_kafkas_meters(judged):
     kafka, modelled = judged
-    assert kafka["offset-commit-count"] == modelled["offset_commits"] == 2 + 3 + 3 + 2
-    assert kafka["offset-expiration-count"] == modelled["offset_expirations"] == 3 + 2
-    assert kafka["group-completed-rebalance-count"] == modelled["group_completed_rebalances"] == 3
+    assert kafka["offset-commit-count"] == modelled["count_offset_commits"] == 2 + 3 + 3 + 2
+    assert kafka["offset-expiration-count"] == modelled["count_offset_expirations"] == 3 + 2
+    assert kafka["group-completed-rebalance-count"] == modelled["count_group_completed_rebalances"] == 3
 
 
 def test_deletions_differ_only_by_the_delete_groups_tombstones(judged):
     kafka, modelled = judged
     assert kafka["offset-deletion-count"] == 1, "Kafka counts the OffsetDelete only"
-    assert modelled["offset_deletions"] == 1 + 2, "the log shows the DeleteGroups' two tombstones as deletions"
+    assert modelled["count_offset_deletions"] == 1 + 2, "the log shows the DeleteGroups' two tombstones as deletions"

@@ -78,7 +78,7 @@ def test_kafka_expired_only_the_wrapped_expire_timestamp(judged):
 
 def test_the_models_call_the_offsets_kafka_kept_not_expired(judged):
     expirable = {group: row for (group, _, _), row in
-                 rows_by(judged["lake"], "expirable_offsets", "group", "topic", "partition").items()
+                 rows_by(judged["lake"], "expirable_offsets", "group_id", "topic", "partition_id").items()
                  if group in RETENTIONS}
     assert set(expirable) == {"judge-far-future", "judge-after-9999", "judge-plain"}
     assert {group: (row["rule"], row["is_expired"]) for group, row in expirable.items()} == {
@@ -91,9 +91,9 @@ def test_the_models_call_the_offsets_kafka_kept_not_expired(judged):
 
 def test_the_models_count_kafkas_removal_as_an_expiration(judged):
     lake = judged["lake"]
-    removals = [row for row in lake.read_arrow("offset_removals").to_pylist() if row["group"] in RETENTIONS]
-    assert [(row["group"], row["is_offset_removed"]) for row in removals] == [("judge-wrapped", True)]
+    removals = [row for row in lake.read_arrow("offset_removals").to_pylist() if row["group_id"] in RETENTIONS]
+    assert [(row["group_id"], row["is_offset_removed"]) for row in removals] == [("judge-wrapped", True)]
     assert removals[0]["legacy_expires_at_ms"] < -9_000_000_000_000_000_000
     metrics = lake.read_arrow("coordinator_metrics").to_pylist()
-    assert sum(row["offset_expirations"] for row in metrics) == 1
-    assert sum(row["offset_deletions"] for row in metrics) == 0
+    assert sum(row["count_offset_expirations"] for row in metrics) == 1
+    assert sum(row["count_offset_deletions"] for row in metrics) == 0

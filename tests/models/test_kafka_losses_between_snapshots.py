@@ -56,20 +56,20 @@ def losses(spark, broker, connection, tmp_path_factory):
     snapshot_cluster(connection, lake, emit=lambda line: None)
     ingest_offsets_topic(connection, lake, emit=lambda line: None)
     run_models(spark, lake, as_of=datetime.now(timezone.utc))
-    return rows_by(lake, "unconsumed_messages", "group", "topic", "partition")  # one move each
+    return rows_by(lake, "unconsumed_messages", "group_id", "topic", "partition_id")  # one move each
 
 
 def test_a_group_that_held_its_offset_lost_exactly_the_deleted_messages_past_it(losses):
     holder = losses[("kip490-holder", "kip490-reset", 0)]
     assert (holder["lost_from_offset"], holder["lost_to_offset"]) == (40, 60)
-    assert holder["lost_count"] == holder["lost_count_at_least"] == 20
+    assert holder["count_lost"] == holder["count_lost_at_least"] == 20
 
 
 def test_a_commit_past_the_deleted_range_before_the_next_snapshot_does_not_hide_the_loss(losses):
     resetter = losses[("kip490-resetter", "kip490-reset", 0)]
     assert (resetter["committed_offset_at_start"], resetter["committed_offset"]) == (40, 90)
-    assert resetter["log_records_between"] == 1
-    assert (resetter["lost_count"], resetter["lost_count_at_least"]) == (20, 0)
+    assert resetter["count_log_records_between"] == 1
+    assert (resetter["count_lost"], resetter["count_lost_at_least"]) == (20, 0)
 
 
 def test_a_group_is_not_charged_for_partitions_where_it_holds_no_offset(losses):

@@ -81,15 +81,15 @@ def _expected_losses(lake, group: str) -> dict[tuple[str, int], int]:
 def test_slow_group_appears_in_unconsumed_messages_with_the_right_count(live):
     workload, lake = live
     slow = workload.groups["billing-slow"]
-    facts = [r for r in lake.read_arrow("unconsumed_messages").to_pylist() if r["group"] == slow.group]
+    facts = [r for r in lake.read_arrow("unconsumed_messages").to_pylist() if r["group_id"] == slow.group]
     assert facts, "retention deleted messages the slow group never read"
     by_partition = {}
     for row in facts:
-        key = (row["topic"], row["partition"])
-        by_partition[key] = by_partition.get(key, 0) + row["lost_count"]
+        key = (row["topic"], row["partition_id"])
+        by_partition[key] = by_partition.get(key, 0) + row["count_lost"]
     assert by_partition == _expected_losses(lake, slow.group)
     # at least what lies between its final committed offsets and the final log start
-    lag = rows_by(lake, "consumer_lag", "group", "topic", "partition")
+    lag = rows_by(lake, "consumer_lag", "group_id", "topic", "partition_id")
     for (topic, partition), committed in slow.committed.items():
         below = max(0, lag[(slow.group, topic, partition)]["log_start_offset"] - committed)
         assert by_partition.get((topic, partition), 0) >= below
@@ -99,7 +99,7 @@ def test_slow_group_appears_in_unconsumed_messages_with_the_right_count(live):
 def test_changed_subscription_leaves_eligible_stale_offsets(live):
     workload, lake = live
     changed = workload.changed_subscription
-    rows = [r for r in lake.read_arrow("expirable_offsets").to_pylist() if r["group"] == changed["group"]]
+    rows = [r for r in lake.read_arrow("expirable_offsets").to_pylist() if r["group_id"] == changed["group"]]
     stale = [r for r in rows if r["topic"] == changed["left_behind_topic"]]
     kept = [r for r in rows if r["topic"] == changed["kept_topic"]]
     assert stale and kept
@@ -112,14 +112,14 @@ def test_changed_subscription_leaves_eligible_stale_offsets(live):
 def test_stopped_group_is_empty_and_expires_retention_after_it_went_empty(live):
     workload, lake = live
     group = workload.groups["reports-stopped"].group
-    state = rows_by(lake, "group_state", "group")[group]
+    state = rows_by(lake, "group_state", "group_id")[group]
     assert (state["state"], state["classification"]) == ("Empty", "consumer")
     # the first snapshot that saw it Empty after it last was not
     seen = sorted((r["snapshot_at"], r["state"]) for r in lake.read_arrow("group_snapshots").to_pylist()
                   if r["group"] == group)
     last_not_empty = max((at for at, s in seen if s != "Empty"), default=None)
     empty_since = min(at for at, s in seen if s == "Empty" and (last_not_empty is None or at > last_not_empty))
-    rows = [r for r in lake.read_arrow("expirable_offsets").to_pylist() if r["group"] == group]
+    rows = [r for r in lake.read_arrow("expirable_offsets").to_pylist() if r["group_id"] == group]
     assert rows
     for row in rows:
         assert (row["rule"], row["base_at"]) == ("empty_group", in_ms(empty_since))
@@ -130,11 +130,11 @@ def test_other_groups_get_their_rules(live):
     workload, lake = live
     rules = {}
     for row in lake.read_arrow("expirable_offsets").to_pylist():
-        rules.setdefault(row["group"], set()).add(row["rule"])
+        rules.setdefault(row["group_id"], set()).add(row["rule"])
     assert rules[workload.groups["orders-active"].group] == {"not_eligible"}
     assert rules[workload.groups["ledger-standalone"].group] == {"standalone"}
     assert rules[workload.groups["connect-sink"].group] == {"not_eligible"}
-    subscriptions = {(r["group"], r["topic"]) for r in lake.read_arrow("group_subscriptions").to_pylist()}
+    subscriptions = {(r["group_id"], r["topic"]) for r in lake.read_arrow("group_subscriptions").to_pylist()}
     active = workload.groups["orders-active"]
     assert {(active.group, t) for t in active.subscribed_topics} <= subscriptions
 
@@ -145,7 +145,7 @@ def test_consumer_status_leaves_a_changed_subscription_out_and_judges_a_stopped_
     # say STOP and make the group ERR). The stopped group is Empty: it has no subscriptions, so
     # its partitions are judged by the lag rules, never set aside.
     workload, lake = live
-    status = rows_by(lake, "consumer_status", "group", "topic", "partition")
+    status = rows_by(lake, "consumer_status", "group_id", "topic", "partition_id")
     changed = workload.changed_subscription
     left = [r for (g, t, _), r in status.items() if g == changed["group"] and t == changed["left_behind_topic"]]
     assert [r for r in left if r["current_lag"] > 0], "the left-behind topic has lag"

@@ -81,7 +81,7 @@ def lake(spark, module_lake):
 
 @pytest.fixture(scope="module")
 def expirable(lake):
-    return {group: row for (group, _, _), row in rows_by(lake, "expirable_offsets", "group", "topic", "partition").items()}
+    return {group: row for (group, _, _), row in rows_by(lake, "expirable_offsets", "group_id", "topic", "partition_id").items()}
 
 
 @pytest.mark.parametrize("group,expire_ms", [
@@ -152,8 +152,8 @@ def test_tombstones_are_classified_with_the_removed_commits_milliseconds(lake):
     (bucket,) = [row for row in lake.read_arrow("coordinator_metrics").to_pylist()
                  if row["bucket_start_at"] == at(hours=2)]
     # Kafka expired the wrapped one (its check holds at the tombstone's time); the other was deleted
-    assert (bucket["offset_expirations"], bucket["offset_deletions"]) == (1, 1)
-    removals = rows_by(lake, "offset_removals", "group")
+    assert (bucket["count_offset_expirations"], bucket["count_offset_deletions"]) == (1, 1)
+    removals = rows_by(lake, "offset_removals", "group_id")
     assert removals["removed-wrapped"]["legacy_expires_at_ms"] == WRAPPED_EXPIRE
     assert removals["removed-wrapped"]["legacy_expires_at"] is None
     assert removals["removed-far-future"]["legacy_expires_at_ms"] == FAR_FUTURE_EXPIRE

@@ -73,47 +73,47 @@ def lake(spark, module_lake):
 
 
 def test_slow_group_loses_what_retention_deleted_before_it_was_consumed(lake):
-    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
     first, second = facts[("slow", "events", S2)], facts[("slow", "events", S3)]
     # [max(previous log start, committed), new log start)
-    assert (first["lost_from_offset"], first["lost_to_offset"], first["lost_count"]) == (40, 60, 20)
-    assert (second["lost_from_offset"], second["lost_to_offset"], second["lost_count"]) == (60, 150, 90)
+    assert (first["lost_from_offset"], first["lost_to_offset"], first["count_lost"]) == (40, 60, 20)
+    assert (second["lost_from_offset"], second["lost_to_offset"], second["count_lost"]) == (60, 150, 90)
     assert second["retention_ms"] == RETENTION_MS and second["watched_by"] == "default"
 
 
 def test_a_loss_is_counted_even_when_the_group_committed_past_it_before_the_next_snapshot(lake):
-    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
     reset = facts[("resetter", "resets", S2)]
-    assert (reset["committed_offset_at_start"], reset["committed_offset"], reset["log_records_between"]) == (40, 130, 3)
+    assert (reset["committed_offset_at_start"], reset["committed_offset"], reset["count_log_records_between"]) == (40, 130, 3)
     # at most [40, 60) if the log start moved while 40 was in force; at least nothing, had it
     # moved after the commit of 120
-    assert (reset["lost_from_offset"], reset["lost_to_offset"], reset["lost_count"]) == (40, 60, 20)
-    assert reset["lost_count_at_least"] == 0
+    assert (reset["lost_from_offset"], reset["lost_to_offset"], reset["count_lost"]) == (40, 60, 20)
+    assert reset["count_lost_at_least"] == 0
     slow = facts[("slow", "events", S2)]  # held 40 throughout: the bounds agree
-    assert slow["lost_count_at_least"] == slow["lost_count"] == 20
+    assert slow["count_lost_at_least"] == slow["count_lost"] == 20
 
 
 def test_a_group_watches_only_the_partitions_where_it_holds_an_offset(lake):
-    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
     assert not [k for k in facts if k[1] == "pair"]
 
 
 def test_group_that_keeps_up_loses_nothing_and_compacted_topics_are_out_of_scope(lake):
-    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
     assert not [k for k in facts if k[0] == "fast"]
     # `mid` was at 120 when the log start began moving to 150 and at 150 when it ended: it may
     # have lost [120, 150), or nothing
     mid = facts.pop(("mid", "events", S3))
-    assert (mid["lost_count"], mid["lost_count_at_least"]) == (30, 0)
+    assert (mid["count_lost"], mid["count_lost_at_least"]) == (30, 0)
     assert not [k for k in facts if k[0] == "mid"]
     assert not [k for k in facts if k[1] == "state"]
 
 
 def test_watched_group_without_committed_offset_loses_everything_deleted(lake):
-    facts = rows_by(lake, "unconsumed_messages", "group", "topic", "observed_at")
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
     assert facts[("audit", "clicks", S2)]["committed_offset"] is None
-    assert facts[("audit", "clicks", S2)]["lost_count"] == 60 - 0
-    assert facts[("audit", "clicks", S3)]["lost_count"] == 150 - 60
+    assert facts[("audit", "clicks", S2)]["count_lost"] == 60 - 0
+    assert facts[("audit", "clicks", S3)]["count_lost"] == 150 - 60
     assert facts[("audit", "clicks", S3)]["watched_by"] == "configured"
 
 
@@ -122,29 +122,29 @@ def test_non_consumed_total_sums_losses_per_partition(lake):
     slow = (60 - 40) + (150 - 60)
     stopped = (60 - 50) + (150 - 60)  # committed 50 in every snapshot
     mid = 150 - 120  # at most; at least nothing
-    assert row["non_consumed_total"] == slow + stopped + mid and row["groups_affected"] == 3
+    assert row["non_consumed_total"] == slow + stopped + mid and row["count_groups_affected"] == 3
     assert row["non_consumed_at_least"] == slow + stopped
 
 
 def test_lag_in_messages_and_below_log_start(lake):
-    lag = rows_by(lake, "consumer_lag", "group", "topic")
+    lag = rows_by(lake, "consumer_lag", "group_id", "topic")
     slow = lag[("slow", "events")]
     assert (slow["lag_messages"], slow["is_below_log_start"], slow["messages_below_log_start"]) == (260, True, 110)
     assert (lag[("fast", "events")]["lag_messages"], lag[("fast", "events")]["lag_ms"]) == (0, 0)
 
 
 def test_time_lag_is_interpolated_between_snapshots(lake):
-    mid = rows_by(lake, "consumer_lag", "group", "topic")[("mid", "events")]
+    mid = rows_by(lake, "consumer_lag", "group_id", "topic")[("mid", "events")]
     # offset 150 was written when the log end passed it between S1 (end 100) and S2 (end 200)
     written_at = S1 + (S2 - S1) * (150 + 1 - 100) / (200 - 100)
     assert mid["lag_ms"] == int((S3 - written_at).total_seconds() * 1000)
     assert mid["is_time_lag_lower_bound"] is False
-    stopped = rows_by(lake, "consumer_lag", "group", "topic")[("stopped", "events")]
+    stopped = rows_by(lake, "consumer_lag", "group_id", "topic")[("stopped", "events")]
     assert stopped["committed_offset"] == 50  # and the log start is 150 by S3
 
 
 def test_time_lag_is_the_age_of_the_oldest_unread_message_still_in_the_log(lake):
-    slow = rows_by(lake, "consumer_lag", "group", "topic")[("slow", "events")]
+    slow = rows_by(lake, "consumer_lag", "group_id", "topic")[("slow", "events")]
     # slow is at 40 but retention deleted up to 150: the oldest message it can still read is 150,
     # written between S1 (end 100) and S2 (end 200); the age of 40 would be that of a lost message
     written_at = S1 + (S2 - S1) * (150 + 1 - 100) / (200 - 100)
@@ -153,7 +153,7 @@ def test_time_lag_is_the_age_of_the_oldest_unread_message_still_in_the_log(lake)
 
 
 def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
-    forecast = rows_by(lake, "retention_forecast", "group", "topic")
+    forecast = rows_by(lake, "retention_forecast", "group_id", "topic")
     mid = forecast[("mid", "events")]
     age_ms = mid["oldest_unconsumed_age_ms"]
     assert mid["hours_left"] == round((RETENTION_MS - age_ms) / 3_600_000, 3)
@@ -163,17 +163,17 @@ def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
 
 
 def test_messages_at_risk_are_only_those_still_in_the_log(lake):
-    slow = rows_by(lake, "retention_forecast", "group", "topic")[("slow", "events")]
+    slow = rows_by(lake, "retention_forecast", "group_id", "topic")[("slow", "events")]
     # 260 behind, of which 110 deleted already (lost, in unconsumed_messages): 150 at risk, and
     # their deletion is forecast from the age of offset 150, not of the long-gone 40
     assert slow["unread_in_log"] == 150
-    lag = rows_by(lake, "consumer_lag", "group", "topic")[("slow", "events")]
+    lag = rows_by(lake, "consumer_lag", "group_id", "topic")[("slow", "events")]
     assert slow["oldest_unconsumed_age_ms"] == lag["lag_ms"]
     assert slow["deletion_expected_at"] == S3 + timedelta(milliseconds=RETENTION_MS - lag["lag_ms"])
 
 
 def test_an_offset_on_a_topic_no_member_subscribes_to_is_abandoned(lake):
-    offsets = rows_by(lake, "expirable_offsets", "group", "topic")
+    offsets = rows_by(lake, "expirable_offsets", "group_id", "topic")
     assert (offsets[("moved", "resets")]["is_abandoned"], offsets[("moved", "resets")]["rule"]) == \
         (True, "unsubscribed_topic")
     assert offsets[("moved", "events")]["is_abandoned"] is False  # subscribed
@@ -182,16 +182,16 @@ def test_an_offset_on_a_topic_no_member_subscribes_to_is_abandoned(lake):
 
 
 def test_stopped_group_expires_retention_after_the_first_snapshot_that_saw_it_empty(lake):
-    row = rows_by(lake, "expirable_offsets", "group", "topic")[("stopped", "events")]
+    row = rows_by(lake, "expirable_offsets", "group_id", "topic")[("stopped", "events")]
     assert (row["group_state"], row["rule"]) == ("Empty", "empty_group")
     assert row["base_at"] == S2 and row["is_base_estimated"] is True
     assert row["expires_at"] == S2 + timedelta(minutes=10080)
 
 
 def test_snapshot_commit_time_bounds(lake):
-    offsets = rows_by(lake, "snapshot_offsets", "group", "topic")
+    offsets = rows_by(lake, "snapshot_offsets", "group_id", "topic")
     assert (offsets[("slow", "events")]["first_seen_at"], offsets[("slow", "events")]["last_unseen_at"]) == (S1, None)
     assert (offsets[("fast", "events")]["first_seen_at"], offsets[("fast", "events")]["last_unseen_at"]) == (S3, S2)
-    committed = rows_by(lake, "committed_offsets", "group", "topic")
+    committed = rows_by(lake, "committed_offsets", "group_id", "topic")
     assert committed[("fast", "events")]["estimated_committed_at"] == S3
     assert committed[("fast", "events")]["commit_time_source"] == "snapshot"

@@ -46,9 +46,9 @@ def test_an_incremental_run_reads_only_new_files_and_equals_a_full_refresh(spark
         part.write(full_lake)
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
     for table in ("log_offset_state", "committed_offsets", "expirable_offsets"):
-        assert rows_by(incremental_lake, table, "group", "topic", "partition") == \
-            rows_by(full_lake, table, "group", "topic", "partition"), table
-    assert rows_by(full_lake, "committed_offsets", "group", "topic", "partition")[("g", "t", 0)]["committed_offset"] == 50
+        assert rows_by(incremental_lake, table, "group_id", "topic", "partition_id") == \
+            rows_by(full_lake, table, "group_id", "topic", "partition_id"), table
+    assert rows_by(full_lake, "committed_offsets", "group_id", "topic", "partition_id")[("g", "t", 0)]["committed_offset"] == 50
 
     # a full refresh is asked for explicitly
     again = {run.model: run for run in runner.run_all(full_refresh=True)}
@@ -92,7 +92,7 @@ def test_log_offset_state_keeps_each_keys_latest_record_when_log_partitions_shar
 
     rows = lake.read_arrow("log_offset_state").to_pylist()
     assert len(rows) == 2  # one per key
-    latest = {row["group"]: row for row in rows}
+    latest = {row["group_id"]: row for row in rows}
     assert (latest["a"]["committed_offset"], latest["a"]["is_removed"], latest["a"]["source_offset"]) == (3, False, 2)
     assert (latest["b"]["is_removed"], latest["b"]["source_partition"], latest["b"]["source_offset"]) == (True, 1, 1)
 
@@ -139,7 +139,7 @@ def _assert_metrics_equal(incremental_lake: Lake, full_lake: Lake) -> None:
     def commits_per_minute(lake: Lake) -> dict:  # file names differ between the two lakes
         totals: dict = {}
         for row in lake.read_arrow("offset_commit_counts").to_pylist():
-            totals[row["minute_start_at"]] = totals.get(row["minute_start_at"], 0) + row["offset_commits"]
+            totals[row["minute_start_at"]] = totals.get(row["minute_start_at"], 0) + row["count_offset_commits"]
         return totals
 
     assert commits_per_minute(incremental_lake) == commits_per_minute(full_lake)
@@ -166,7 +166,7 @@ def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equ
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
     _assert_metrics_equal(incremental_lake, full_lake)
     commits = sum(1 for part in rounds for row in part.rows["offset_commit_records"] if not row["tombstone"])
-    assert sum(r["offset_commits"] for r in incremental_lake.read_arrow("coordinator_metrics").to_pylist()) == commits
+    assert sum(r["count_offset_commits"] for r in incremental_lake.read_arrow("coordinator_metrics").to_pylist()) == commits
 
 
 def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_full(spark, tmp_path):
@@ -216,8 +216,8 @@ def test_a_refresh_compacts_the_small_files_runs_leave_and_incremental_runs_go_o
         part.write(full_lake)
     ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
     _assert_metrics_equal(lake, full_lake)
-    assert rows_by(lake, "log_offset_state", "group", "topic", "partition") == \
-        rows_by(full_lake, "log_offset_state", "group", "topic", "partition")
+    assert rows_by(lake, "log_offset_state", "group_id", "topic", "partition_id") == \
+        rows_by(full_lake, "log_offset_state", "group_id", "topic", "partition_id")
 
 
 def test_a_result_whose_columns_differ_from_the_yaml_is_refused(spark, tmp_path):
