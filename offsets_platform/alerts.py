@@ -90,11 +90,11 @@ def messages_at_risk(lake: Lake, within_hours: float) -> list[Alert]:
     """Per group and topic, the unread messages still in the log that retention deletes within
     `within_hours` (those due now included)."""
     rows = lake.query(f"""
-        select f."group", f.topic, f."partition", f.unread_in_log, f.hours_left, f.deletion_expected_at,
-               f.is_time_lag_lower_bound
+        select f.group_id as "group", f.topic, f.partition_id as "partition", f.unread_in_log, f.hours_left,
+               f.deletion_expected_at, f.is_time_lag_lower_bound
         from retention_forecast f
         where f.unread_in_log > 0 and {due_for_deletion("f", within_hours)}
-        order by f."group", f.topic, f."partition"
+        order by f.group_id, f.topic, f.partition_id
         """, "retention_forecast", "expirable_offsets").to_pylist()
     alerts = []
     for (group, topic), partitions in _by_group_and_topic(rows).items():
@@ -115,11 +115,11 @@ def offsets_expiring(lake: Lake, within_hours: float, watched_groups: Iterable[s
     if not watched:
         return []
     rows = lake.query(f"""
-        select "group", topic, "partition", rule, group_state, committed_offset, hours_until_expiry, expires_at,
-               is_expired
+        select group_id as "group", topic, partition_id as "partition", rule, group_state, committed_offset,
+               hours_until_expiry, expires_at, is_expired
         from expirable_offsets
         where (hours_until_expiry <= {float(within_hours)} or is_expired) and not coalesce(is_abandoned, false)
-        order by "group", topic, rule, "partition"
+        order by group_id, topic, rule, partition_id
         """, "expirable_offsets").to_pylist()
     rows = [row for row in rows if matches(row["group"], watched)]
     alerts = []
@@ -141,11 +141,12 @@ def consumer_status(lake: Lake) -> list[Alert]:
     """Per group, topic and status, the partitions that are STOP, STALL or REWIND (the group is ERR)."""
     statuses = ", ".join(f"'{status}'" for status in ERR_STATUSES)
     rows = lake.query(f"""
-        select s."group", s.topic, s."partition", s.status, s.rule, s.group_status, s.current_lag,
-               s.silent_seconds, s.last_offset, s.rewound_from_offset, s.rewound_to_offset, s.evaluated_at
+        select s.group_id as "group", s.topic, s.partition_id as "partition", s.status, s.rule, s.group_status,
+               s.current_lag, s.silent_seconds, s.last_offset, s.rewound_from_offset, s.rewound_to_offset,
+               s.evaluated_at
         from consumer_status s
         where s.status in ({statuses}) and {NOT_ABANDONED.format(t="s")}
-        order by s."group", s.topic, s.status, s."partition"
+        order by s.group_id, s.topic, s.status, s.partition_id
         """, "consumer_status", "expirable_offsets").to_pylist()
     alerts = []
     for (group, topic, status), partitions in _by_group_and_topic(rows, "status").items():

@@ -9,8 +9,8 @@ it) belong to the models; this module only selects, sums and orders their rows:
   the ones already due (`is_expired`): Kafka expires those at its next retention check. Hours
   rather than `expires_at` decide, because Kafka may store an expiry time the lake's timestamps
   cannot hold (`expires_at` is then null).
-- "messages lost" is `unconsumed_messages.lost_count`: the most retention can have deleted
-  before the group read them; `lost_count_at_least` is the least.
+- "messages lost" is `unconsumed_messages.count_lost`: the most retention can have deleted
+  before the group read them; `count_lost_at_least` is the least.
 - "messages at risk" is `retention_forecast.unread_in_log` of the partitions whose next deletion
   is due within H hours: unread and still in the log, so never also counted as lost.
 - "lag" is `consumer_lag.lag_messages` (Kafka's: log end minus committed offset, so it includes
@@ -20,7 +20,8 @@ it) belong to the models; this module only selects, sums and orders their rows:
   as lag, loss or risk.
 
 Every function reads with delta-rs's SQL engine (`Lake.query`); a table no model has written
-yet reads as empty.
+yet reads as empty. The rows keep the keys every front end prints, `group` and `partition`
+(the tables' `group_id` and `partition_id`).
 """
 
 from __future__ import annotations
@@ -61,10 +62,10 @@ def expiration_by_rule(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -
 def expiring_soon(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
     """Committed offsets Kafka expires within `within_hours` (already due ones included), soonest first."""
     return lake.query(f"""
-        select "group", topic, "partition", rule, group_state, committed_offset, expires_at,
-               hours_until_expiry, is_expired
+        select group_id as "group", topic, partition_id as "partition", rule, group_state, committed_offset,
+               expires_at, hours_until_expiry, is_expired
         from expirable_offsets where hours_until_expiry <= {float(within_hours)}
-        order by hours_until_expiry, "group", topic, "partition"
+        order by hours_until_expiry, group_id, topic, partition_id
         """, "expirable_offsets").to_pylist()
 
 
@@ -85,8 +86,8 @@ def expiring_by_topic(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) ->
 
 
 # The partitions whose offset a group left behind (see the module docstring), to leave out.
-NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_abandoned and a."group" = {t}."group"
-                                 and a.topic = {t}.topic and a."partition" = {t}."partition")"""
+NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_abandoned and a.group_id = {t}.group_id
+                                 and a.topic = {t}.topic and a.partition_id = {t}.partition_id)"""
 
 
 def due_for_deletion(t: str, within_hours: float) -> str:
@@ -99,10 +100,10 @@ def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
     """[{group, lag_messages, lag_ms}] of the groups that lag (abandoned offsets left out), most
     messages first; with `lagging_only` False, also the groups whose lag is 0."""
     having = "having sum(lag_messages) > 0" if lagging_only else ""
-    return lake.query(f"""select "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms
+    return lake.query(f"""select group_id as "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms
                           from consumer_lag l where {NOT_ABANDONED.format(t="l")}
-                          group by "group" {having}
-                          order by lag_messages desc, "group"
+                          group by group_id {having}
+                          order by lag_messages desc, group_id
                        """, "consumer_lag", "expirable_offsets").to_pylist()
 
 
@@ -110,12 +111,12 @@ def abandoned_offsets(lake: Lake) -> list[dict]:
     """Per group and topic, the offsets the group left behind: partitions, their lag, and the first
     time Kafka expires one (by the unsubscribed-topic rule). Most partitions first."""
     return lake.query("""
-        select a."group", a.topic, count(*) as partitions, sum(l.lag_messages) as lag_messages,
+        select a.group_id as "group", a.topic, count(*) as partitions, sum(l.lag_messages) as lag_messages,
                min(a.expires_at) as first_expires_at
         from expirable_offsets a
-        left join consumer_lag l on l."group" = a."group" and l.topic = a.topic and l."partition" = a."partition"
+        left join consumer_lag l on l.group_id = a.group_id and l.topic = a.topic and l.partition_id = a.partition_id
         where a.is_abandoned
-        group by a."group", a.topic order by partitions desc, a."group", a.topic
+        group by a.group_id, a.topic order by partitions desc, a.group_id, a.topic
         """, "expirable_offsets", "consumer_lag").to_pylist()
 
 
@@ -129,24 +130,24 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
     observed = f"and u.observed_at >= {lake_timestamp(since)}" if since else ""
     return lake.query(f"""
         with lost as (
-            select "group", topic, sum(lost_count) as messages_lost,
-                   sum(lost_count_at_least) as messages_lost_at_least,
-                   count(distinct "partition") as partitions_lost, max(observed_at) as last_loss_at
-            from unconsumed_messages u where {NOT_ABANDONED.format(t="u")} {observed} group by "group", topic
+            select group_id, topic, sum(count_lost) as messages_lost,
+                   sum(count_lost_at_least) as messages_lost_at_least,
+                   count(distinct partition_id) as partitions_lost, max(observed_at) as last_loss_at
+            from unconsumed_messages u where {NOT_ABANDONED.format(t="u")} {observed} group by group_id, topic
         ),
         due as (
-            select "group", topic, sum(unread_in_log) as messages_at_risk,
-                   count(distinct "partition") as partitions_due, min(deletion_expected_at) as next_deletion_at
+            select group_id, topic, sum(unread_in_log) as messages_at_risk,
+                   count(distinct partition_id) as partitions_due, min(deletion_expected_at) as next_deletion_at
             from retention_forecast f where {due_for_deletion("f", within_hours)}
-            group by "group", topic
+            group by group_id, topic
         )
-        select coalesce(l."group", d."group") as "group", coalesce(l.topic, d.topic) as topic,
+        select coalesce(l.group_id, d.group_id) as "group", coalesce(l.topic, d.topic) as topic,
                coalesce(l.messages_lost, 0) as messages_lost,
                coalesce(l.messages_lost_at_least, 0) as messages_lost_at_least,
                coalesce(l.partitions_lost, 0) as partitions_lost, l.last_loss_at,
                coalesce(d.messages_at_risk, 0) as messages_at_risk,
                coalesce(d.partitions_due, 0) as partitions_due, d.next_deletion_at
-        from lost l full outer join due d on l."group" = d."group" and l.topic = d.topic
+        from lost l full outer join due d on l.group_id = d.group_id and l.topic = d.topic
         order by messages_lost desc, messages_at_risk desc, "group", topic""",
                       "unconsumed_messages", "retention_forecast", "expirable_offsets").to_pylist()
 

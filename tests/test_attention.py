@@ -15,11 +15,11 @@ def write(lake, name: str, rows: list[dict]) -> None:
 
 def test_abandoned_offsets_are_neither_lag_nor_loss_nor_risk(lake):
     """`g` reads `kept` and left `left` behind (abandoned): each has 10 unread messages, 5 lost."""
-    keys = [{"group": "g", "topic": topic, "partition": 0} for topic in ("kept", "left")]
+    keys = [{"group_id": "g", "topic": topic, "partition_id": 0} for topic in ("kept", "left")]
     write(lake, "expirable_offsets", [{**key, "is_abandoned": key["topic"] == "left", "rule": "unsubscribed_topic",
                                        "expires_at": at(30)} for key in keys])
     write(lake, "consumer_lag", [{**key, "lag_messages": 10, "lag_ms": 1000} for key in keys])
-    write(lake, "unconsumed_messages", [{**key, "lost_count": 5, "lost_count_at_least": 5, "observed_at": at(1)}
+    write(lake, "unconsumed_messages", [{**key, "count_lost": 5, "count_lost_at_least": 5, "observed_at": at(1)}
                                         for key in keys])
     write(lake, "retention_forecast", [{**key, "unread_in_log": 10, "hours_left": 1.0,
                                         "deletion_expected_at": at(1) + timedelta(hours=1)} for key in keys])
@@ -32,9 +32,9 @@ def test_abandoned_offsets_are_neither_lag_nor_loss_nor_risk(lake):
 
 
 def test_groups_without_lag_are_listed_only_when_asked(lake):
-    write(lake, "consumer_lag", [{"group": g, "topic": "t", "partition": 0, "lag_messages": lag}
+    write(lake, "consumer_lag", [{"group_id": g, "topic": "t", "partition_id": 0, "lag_messages": lag}
                                  for g, lag in (("behind", 3), ("caught-up", 0))])
-    write(lake, "expirable_offsets", [{"group": g, "topic": "t", "partition": 0, "is_abandoned": False}
+    write(lake, "expirable_offsets", [{"group_id": g, "topic": "t", "partition_id": 0, "is_abandoned": False}
                                       for g in ("behind", "caught-up")])
     assert [row["group"] for row in attention.lag_by_group(lake)] == ["behind"]
     assert [row["group"] for row in attention.lag_by_group(lake, lagging_only=False)] == ["behind", "caught-up"]
@@ -51,8 +51,8 @@ def test_offset_delete_candidates_are_summed_per_group_and_topic():
 
 def test_a_dead_group_is_shown_dead_with_no_kind(lake):
     """A Dead group's tombstone names no protocol: the model calls it standalone, a person sees no kind."""
-    write(lake, "group_state", [{"group": "gone", "state": "Dead", "classification": "standalone"},
-                                {"group": "loner", "state": "Empty", "classification": "standalone"}])
+    write(lake, "group_state", [{"group_id": "gone", "state": "Dead", "classification": "standalone"},
+                                {"group_id": "loner", "state": "Empty", "classification": "standalone"}])
     assert attention.groups_by_state(lake) == [{"state": "Dead", "classification": None, "groups": 1},
                                                {"state": "Empty", "classification": "standalone", "groups": 1}]
     assert [(g["group"], g["kind"]) for g in list_groups(lake)] == [("gone", None), ("loner", "standalone")]

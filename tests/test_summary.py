@@ -55,6 +55,8 @@ def test_no_snapshot_yet(lake):
 def full_rows(lake, name: str, rows: list[dict]) -> pa.Table:
     """Rows of a model's table, the columns a test does not care about filled with zeros."""
     schema = lake.spec(name).schema
+    unknown = sorted({column for row in rows for column in row} - set(schema.names))
+    assert not unknown, f"{name} has no columns {unknown}"  # from_pylist would drop them unseen
     filler = {field.name: (0 if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) else
                            at(0) if pa.types.is_timestamp(field.type) else
                            False if pa.types.is_boolean(field.type) else "") for field in schema}
@@ -63,9 +65,9 @@ def full_rows(lake, name: str, rows: list[dict]) -> pa.Table:
 
 def test_the_models_summary_counts_what_it_does_not_list(lake):
     lake.append("group_state", full_rows(lake, "group_state", [
-        {"group": f"g{n}", "state": "Stable", "classification": "consumer"} for n in range(7)]))
+        {"group_id": f"g{n}", "state": "Stable", "classification": "consumer"} for n in range(7)]))
     lake.append("consumer_lag", full_rows(lake, "consumer_lag", [
-        {"group": f"g{n}", "topic": "t", "partition": 0, "lag_messages": 10 + n, "lag_ms": 1000} for n in range(7)]))
+        {"group_id": f"g{n}", "topic": "t", "partition_id": 0, "lag_messages": 10 + n, "lag_ms": 1000} for n in range(7)]))
     lines = models_summary(lake)
     assert lines[0] == "groups by state: Stable consumer 7"
     assert lines[1:7] == [f"  lag g{n}: {10 + n} messages, oldest unconsumed 1.0 s old" for n in (6, 5, 4, 3, 2)] + \

@@ -23,16 +23,18 @@ from offsets_platform.lake.sql_literals import lake_string
 
 DEFAULT_IDLE_HOURS = 168
 
+# The candidates keep Kafka's names, group and partition, as the plans' actions and the cleanup
+# tables do (the model tables' group_id and partition_id).
 _STALE_OFFSETS = """
-select e."group", e.topic, e."partition", e.committed_offset, e.estimated_committed_at, e.expires_at,
-       l.lag_messages
+select e.group_id as "group", e.topic, e.partition_id as "partition", e.committed_offset, e.estimated_committed_at,
+       e.expires_at, l.lag_messages
 from expirable_offsets e
-join group_state g on g."group" = e."group"
-left join consumer_lag l on l."group" = e."group" and l.topic = e.topic and l."partition" = e."partition"
-left join group_subscriptions s on s."group" = e."group" and s.topic = e.topic
+join group_state g on g.group_id = e.group_id
+left join consumer_lag l on l.group_id = e.group_id and l.topic = e.topic and l.partition_id = e.partition_id
+left join group_subscriptions s on s.group_id = e.group_id and s.topic = e.topic
 where e.rule in ('unsubscribed_topic', 'kip848_unsubscribed_topic', 'streams_unsubscribed_topic')
-  and s.topic is null and g.member_count > 0 and g.state not in ('Empty', 'Dead')
-order by e."group", e.topic, e."partition"
+  and s.topic is null and g.count_members > 0 and g.state not in ('Empty', 'Dead')
+order by e.group_id, e.topic, e.partition_id
 """
 
 
@@ -68,13 +70,13 @@ def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> Clea
     idle = []
     if now is not None:
         idle = [row for row in lake.query(
-            f"""select g."group", g.state, g.state_entered_at, g.classification,
+            f"""select g.group_id as "group", g.state, g.state_entered_at, g.classification,
                        count(o.topic) as committed_offsets
-                from group_state g left join committed_offsets o on o."group" = g."group"
-                where g.state = 'Empty' and g.member_count = 0
+                from group_state g left join committed_offsets o on o.group_id = g.group_id
+                where g.state = 'Empty' and g.count_members = 0
                   and g.state_entered_at < to_timestamp_micros({int(now.timestamp() * 1e6)})
                                       - interval {idle_interval}
-                group by g."group", g.state, g.state_entered_at, g.classification
-                order by g."group" """,
+                group by g.group_id, g.state, g.state_entered_at, g.classification
+                order by g.group_id""",
             "group_state", "committed_offsets").to_pylist()]
     return CleanupCandidates(offset_deletes=stale, group_deletes=idle, idle_hours=idle_hours)

@@ -76,9 +76,9 @@ def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HO
     `idle_hours`. Raises PlanError when a requested action would be unsafe."""
     now = now or datetime.now(timezone.utc)
     candidates = cleanup_candidates(lake, idle_hours=idle_hours)
-    groups = {row["group"]: row for row in lake.read_arrow("group_state").to_pylist()}
+    groups = {row["group_id"]: row for row in lake.read_arrow("group_state").to_pylist()}
     subscriptions = _subscriptions(lake)
-    lag = {(r["group"], r["topic"], r["partition"]): r for r in lake.read_arrow("consumer_lag").to_pylist()}
+    lag = {(r["group_id"], r["topic"], r["partition_id"]): r for r in lake.read_arrow("consumer_lag").to_pylist()}
     actions = [_offset_delete(row, groups, subscriptions, lag, "the group no longer subscribes to the topic")
                for row in candidates.offset_deletes]
     actions += _clean_early(lake, clean_early, groups, subscriptions, lag)
@@ -101,7 +101,7 @@ def check_safe(actions: list[PlannedAction], groups: dict[str, dict], subscripti
         if action.action == OFFSET_DELETE and action.topic in subscriptions.get(action.group, set()):
             raise PlanError(f"unsafe: {action.describe()}: a live member of {action.group} subscribes to "
                             f"{action.topic}")
-        members = (groups.get(action.group) or {}).get("member_count") or 0
+        members = (groups.get(action.group) or {}).get("count_members") or 0
         if action.action == DELETE_GROUPS and members > 0:
             raise PlanError(f"unsafe: {action.describe()}: the group has {members} members")
 
@@ -149,16 +149,18 @@ def load_plan(lake: Lake, plan_id: str) -> CleanupPlan:
 def _subscriptions(lake: Lake) -> dict[str, set[str]]:
     subscribed: dict[str, set[str]] = {}
     for row in lake.read_arrow("group_subscriptions").to_pylist():
-        subscribed.setdefault(row["group"], set()).add(row["topic"])
+        subscribed.setdefault(row["group_id"], set()).add(row["topic"])
     return subscribed
 
 
 def _offset_delete(row: dict, groups: dict, subscriptions: dict, lag: dict, reason: str) -> PlannedAction:
+    """`row`: an offset as the candidates name it (group, topic, partition, committed_offset, ...);
+    `groups`, `lag`: group_state and consumer_lag rows by their keys."""
     group = groups.get(row["group"], {})
     lagging = lag.get((row["group"], row["topic"], row["partition"]), {})
     return PlannedAction(OFFSET_DELETE, row["group"], row["topic"], row["partition"], reason, facts={
         "group_state": group.get("state"),
-        "member_count": group.get("member_count"),
+        "member_count": group.get("count_members"),  # the facts' name, as plans stored it
         "subscribed_topics": sorted(subscriptions.get(row["group"], ())),
         "committed_offset": row["committed_offset"],
         "commit_time": row.get("estimated_committed_at"),
@@ -174,14 +176,17 @@ def _clean_early(lake: Lake, chosen: tuple[str, ...], groups: dict, subscription
     if not chosen:
         return []
     actions = []
-    offsets = lake.read_arrow("expirable_offsets").to_pylist()
+    # with the names the candidates give them, which _offset_delete reads
+    offsets = lake.query('''select group_id as "group", topic, partition_id as "partition", committed_offset,
+                                   estimated_committed_at, expires_at from expirable_offsets''',
+                         "expirable_offsets").to_pylist()
     for name in chosen:
         group = groups.get(name)
         if group is None:
             raise PlanError(f"cannot clean {name!r} early: no such group in group_state")
-        if group["state"] != "Empty" or (group["member_count"] or 0) > 0:
+        if group["state"] != "Empty" or (group["count_members"] or 0) > 0:
             raise PlanError(f"cannot clean {name!r} early: it is {group['state']} with "
-                            f"{group['member_count']} members; only Empty or standalone groups can be")
+                            f"{group['count_members']} members; only Empty or standalone groups can be")
         reason = f"the operator chose to clean this {group['classification']} group early (it is Empty)"
         actions += [_offset_delete(row, groups, subscriptions, lag, reason) for row in offsets if row["group"] == name]
     return actions
@@ -210,8 +215,9 @@ def offset_key(topic: str, partition: int) -> str:
 
 def _committed_offsets(lake: Lake) -> dict[str, dict[str, int]]:
     offsets: dict[str, dict[str, int]] = {}
-    for row in lake.read_arrow("committed_offsets", columns=["group", "topic", "partition", "committed_offset"]).to_pylist():
-        offsets.setdefault(row["group"], {})[offset_key(row["topic"], row["partition"])] = row["committed_offset"]
+    columns = ["group_id", "topic", "partition_id", "committed_offset"]
+    for row in lake.read_arrow("committed_offsets", columns=columns).to_pylist():
+        offsets.setdefault(row["group_id"], {})[offset_key(row["topic"], row["partition_id"])] = row["committed_offset"]
     return offsets
 
 

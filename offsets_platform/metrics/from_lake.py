@@ -31,8 +31,8 @@ def _family(name: str, kind: str, help: str) -> Family:
     return Family(PREFIX + name, kind, help)
 
 
-# KIP-496's meters, rebuilt from the log (metric name = coordinator_metrics column): the counts
-# of every bucket added up, so the counters
+# KIP-496's meters, rebuilt from the log (metric name = coordinator_metrics column without its
+# count_ prefix): the counts of every bucket added up, so the counters
 # start at the first record the lake holds and grow as ingest appends; Prometheus's rate() and
 # increase() give the per-interval view the buckets had.
 _COORDINATOR = [
@@ -52,13 +52,13 @@ _COORDINATOR = [
 
 
 def _coordinator(lake: Lake) -> list[Family]:
-    families = [_family(column, "counter", help) for column, help in _COORDINATOR]
+    families = [_family(name, "counter", help) for name, help in _COORDINATOR]
     if not lake.exists("coordinator_metrics"):
         return families
-    sums = ", ".join(f"coalesce(sum({column}), 0) as {column}" for column, _ in _COORDINATOR)
+    sums = ", ".join(f"coalesce(sum(count_{name}), 0) as {name}" for name, _ in _COORDINATOR)
     (row,) = lake.query(f"select {sums} from coordinator_metrics", "coordinator_metrics").to_pylist()
-    for family, (column, _) in zip(families, _COORDINATOR):
-        family.add(row[column])
+    for family, (name, _) in zip(families, _COORDINATOR):
+        family.add(row[name])
     return families
 
 
@@ -67,14 +67,14 @@ def _non_consumed(lake: Lake) -> list[Family]:
     # counter must not fall when the group stops subscribing to its topic.
     at_most = _family("non_consumed", "counter",
                       "Messages retention or DeleteRecords removed before the group read them, at most "
-                      "(KIP-490 non-consumed-total; model unconsumed_messages, lost_count).")
+                      "(KIP-490 non-consumed-total; model unconsumed_messages, count_lost).")
     at_least = _family("non_consumed_at_least", "counter",
                        "Messages retention or DeleteRecords removed before the group read them, at least "
-                       "(model unconsumed_messages, lost_count_at_least).")
+                       "(model unconsumed_messages, count_lost_at_least).")
     for row in lake.query("""
-            select "group", topic, "partition", sum(lost_count) as at_most, sum(lost_count_at_least) as at_least
-            from unconsumed_messages group by "group", topic, "partition"
-            order by "group", topic, "partition" """, "unconsumed_messages").to_pylist():
+            select group_id, topic, partition_id, sum(count_lost) as at_most, sum(count_lost_at_least) as at_least
+            from unconsumed_messages group by group_id, topic, partition_id
+            order by group_id, topic, partition_id """, "unconsumed_messages").to_pylist():
         labels = _partition_labels(row)
         at_most.add(row["at_most"], **labels)
         at_least.add(row["at_least"], **labels)
@@ -90,9 +90,10 @@ def _lag(lake: Lake) -> list[Family]:
     seconds = _family("consumer_lag_seconds", "gauge",
                       "Age of the oldest message the group has not read that is still in the log; absent when "
                       "unknown (model consumer_lag, lag_ms).")
-    for row in lake.query(f"""select "group", topic, "partition", lag_messages, lag_ms from consumer_lag l
+    for row in lake.query(f"""select group_id, topic, partition_id, lag_messages, lag_ms from consumer_lag l
                               where {attention.NOT_ABANDONED.format(t="l")}
-                              order by "group", topic, "partition" """, "consumer_lag", "expirable_offsets").to_pylist():
+                              order by group_id, topic, partition_id """,
+                          "consumer_lag", "expirable_offsets").to_pylist():
         labels = _partition_labels(row)
         messages.add(row["lag_messages"], **labels)
         seconds.add(None if row["lag_ms"] is None else row["lag_ms"] / 1000, **labels)
@@ -118,11 +119,11 @@ def _status(lake: Lake) -> list[Family]:
     groups = _family("consumer_group_status", "gauge",
                      "1 for the group's status, its worst partition's: OK, WARN, ERR or INCOMPLETE "
                      "(Burrow's rules; model consumer_status, group_status).")
-    rows = lake.query("""select "group", topic, "partition", status, group_status from consumer_status
-                         order by "group", topic, "partition" """, "consumer_status").to_pylist()
+    rows = lake.query("""select group_id, topic, partition_id, status, group_status from consumer_status
+                         order by group_id, topic, partition_id """, "consumer_status").to_pylist()
     for row in rows:
         partitions.add(1, **_partition_labels(row), status=row["status"])
-    for group, status in dict.fromkeys((row["group"], row["group_status"]) for row in rows):
+    for group, status in dict.fromkeys((row["group_id"], row["group_status"]) for row in rows):
         groups.add(1, group=group, status=status)
     return [partitions, groups]
 
@@ -170,7 +171,8 @@ def _freshness(lake: Lake) -> list[Family]:
 
 
 def _partition_labels(row: dict) -> dict:
-    return {"group": row["group"], "topic": row["topic"], "partition": row["partition"]}
+    """A model row's partition as the metrics label it: group, topic, partition."""
+    return {"group": row["group_id"], "topic": row["topic"], "partition": row["partition_id"]}
 
 
 def _latest(lake: Lake, table: str, column: str) -> datetime | None:

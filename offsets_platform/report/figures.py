@@ -76,29 +76,29 @@ def no_data_figure(title: str, numbers: dict) -> go.Figure:
 def group_states_figure(lake: Lake) -> go.Figure:
     """A timeline per group: each observed state lasts until the group's next observation."""
     numbers = {"groups": 0, "observations": 0, "state_changes": 0}
-    history = read_table(lake, "group_state_history", ["group", "observed_at", "state", "source"])
+    history = read_table(lake, "group_state_history", ["group_id", "observed_at", "state", "source"])
     if history.empty:
         return no_data_figure(GROUP_STATES_TITLE, numbers)
-    history = history.sort_values(["group", "observed_at"], kind="stable")
+    history = history.sort_values(["group_id", "observed_at"], kind="stable")
     # Consecutive observations of the same state are one segment (a commit-heavy group logs the
     # same Stable state many times).
-    changed = (history["state"] != history.groupby("group")["state"].shift()).to_numpy()
+    changed = (history["state"] != history.groupby("group_id")["state"].shift()).to_numpy()
     segments = history[changed].copy()
     # The newest observation of all is "now" as far as the lake knows; groups still in a state
     # then get a segment up to it, plus a sliver so that a state seen only at the end is visible.
     latest, earliest = history["observed_at"].max(), history["observed_at"].min()
     sliver = max((latest - earliest) * 0.01, pd.Timedelta(seconds=1))
-    segments["until"] = segments.groupby("group")["observed_at"].shift(-1).fillna(latest + sliver)
-    all_groups = segments["group"].nunique()
+    segments["until"] = segments.groupby("group_id")["observed_at"].shift(-1).fillna(latest + sliver)
+    all_groups = segments["group_id"].nunique()
     numbers.update(groups=all_groups, observations=len(history), state_changes=len(segments) - all_groups)
-    last_change = segments.groupby("group")["observed_at"].max().sort_values(ascending=False, kind="stable")
+    last_change = segments.groupby("group_id")["observed_at"].max().sort_values(ascending=False, kind="stable")
     groups = sorted(last_change.index[:MAX_TIMELINE_GROUPS])
-    segments = segments[segments["group"].isin(groups)]
+    segments = segments[segments["group_id"].isin(groups)]
     figure = go.Figure()
     for state, rows in segments.groupby("state", sort=True):
         duration_ms = (rows["until"] - rows["observed_at"]).dt.total_seconds() * 1000
         figure.add_trace(go.Bar(
-            name=state, orientation="h", y=rows["group"], base=rows["observed_at"], x=duration_ms,
+            name=state, orientation="h", y=rows["group_id"], base=rows["observed_at"], x=duration_ms,
             marker_color=STATE_COLORS.get(state), customdata=rows[["until", "source"]].astype(str),
             hovertemplate="%{y}<br>" + state + " from %{base|%Y-%m-%d %H:%M:%S}<br>"
                           "until %{customdata[0]}<br>seen in the %{customdata[1]}<extra></extra>"))
@@ -113,29 +113,29 @@ def group_states_figure(lake: Lake) -> go.Figure:
 def lag_heatmap_figure(lake: Lake) -> go.Figure:
     """consumer_lag's lag_messages as a group x topic-partition grid (blank: no committed offset)."""
     numbers = {"groups": 0, "partitions": 0, "total_lag_messages": 0, "max_lag_messages": 0}
-    lag = read_table(lake, "consumer_lag", ["group", "topic", "partition", "lag_messages", "lag_ms",
+    lag = read_table(lake, "consumer_lag", ["group_id", "topic", "partition_id", "lag_messages", "lag_ms",
                                             "is_below_log_start"])
     if lag.empty:
         return no_data_figure(LAG_TITLE, numbers)
-    numbers.update(groups=lag["group"].nunique(), partitions=len(lag[["topic", "partition"]].drop_duplicates()),
+    numbers.update(groups=lag["group_id"].nunique(), partitions=len(lag[["topic", "partition_id"]].drop_duplicates()),
                    total_lag_messages=int(lag["lag_messages"].sum()), max_lag_messages=int(lag["lag_messages"].max()))
-    by_group = lag.groupby("group")["lag_messages"].sum().sort_values(ascending=False, kind="stable")
-    lag = lag[lag["group"].isin(by_group.index[:MAX_HEATMAP_GROUPS])]
-    lag = lag.sort_values(["topic", "partition", "group"])
-    lag["column"] = lag["topic"] + "-" + lag["partition"].astype(str)
+    by_group = lag.groupby("group_id")["lag_messages"].sum().sort_values(ascending=False, kind="stable")
+    lag = lag[lag["group_id"].isin(by_group.index[:MAX_HEATMAP_GROUPS])]
+    lag = lag.sort_values(["topic", "partition_id", "group_id"])
+    lag["column"] = lag["topic"] + "-" + lag["partition_id"].astype(str)
     per_topic = lag["column"].nunique() > MAX_HEATMAP_COLUMNS
     if per_topic:  # the lag of a topic's partitions summed; its oldest unconsumed message
-        lag = lag.groupby(["group", "topic"], as_index=False).agg(
+        lag = lag.groupby(["group_id", "topic"], as_index=False).agg(
             lag_messages=("lag_messages", lambda lags: lags.sum(min_count=1)), lag_ms=("lag_ms", "max"))
         by_topic = lag.groupby("topic")["lag_messages"].sum().sort_values(ascending=False, kind="stable")
-        lag = lag[lag["topic"].isin(by_topic.index[:MAX_HEATMAP_COLUMNS])].sort_values(["topic", "group"])
+        lag = lag[lag["topic"].isin(by_topic.index[:MAX_HEATMAP_COLUMNS])].sort_values(["topic", "group_id"])
         lag["column"] = lag["topic"]
     columns = list(dict.fromkeys(lag["column"]))  # topic, then partition number
     # Int64 keeps the counts whole where pivoting leaves gaps (a group without that partition).
-    drawn = set(lag["group"])
+    drawn = set(lag["group_id"])
     rows = [group for group in by_group.index if group in drawn]  # most lag on top
-    grid = lag.pivot(index="group", columns="column", values="lag_messages").reindex(rows)[columns].astype("Int64")
-    lag_s = lag.pivot(index="group", columns="column", values="lag_ms").reindex(rows)[columns]
+    grid = lag.pivot(index="group_id", columns="column", values="lag_messages").reindex(rows)[columns].astype("Int64")
+    lag_s = lag.pivot(index="group_id", columns="column", values="lag_ms").reindex(rows)[columns]
     figure = go.Figure(go.Heatmap(
         z=_cells(grid), x=columns, y=list(grid.index), customdata=_cells(lag_s / 1000), colorscale="YlOrRd",
         zmin=0, colorbar={"title": {"text": "messages"}}, hoverongaps=False,
@@ -154,25 +154,25 @@ def retention_figure(lake: Lake) -> go.Figure:
     Bottom: for every group and partition still behind, hours until retention deletes what it
     has not read (retention_forecast; negative: due already)."""
     numbers = {"messages_lost": 0, "groups_losing": 0, "partitions_at_risk": 0, "at_risk_within_24h": 0}
-    lost = read_table(lake, "unconsumed_messages", ["group", "topic", "partition", "observed_at", "lost_count"])
-    forecast = read_table(lake, "retention_forecast", ["group", "topic", "partition", "unread_in_log", "hours_left",
-                                                       "deletion_expected_at"])
+    lost = read_table(lake, "unconsumed_messages", ["group_id", "topic", "partition_id", "observed_at", "count_lost"])
+    forecast = read_table(lake, "retention_forecast", ["group_id", "topic", "partition_id", "unread_in_log",
+                                                       "hours_left", "deletion_expected_at"])
     if lost.empty and forecast.empty:
         return no_data_figure(RETENTION_TITLE, numbers)
     forecast = forecast.dropna(subset=["hours_left"])
-    numbers.update(messages_lost=int(lost["lost_count"].sum()), groups_losing=int(lost["group"].nunique()),
+    numbers.update(messages_lost=int(lost["count_lost"].sum()), groups_losing=int(lost["group_id"].nunique()),
                    partitions_at_risk=len(forecast), at_risk_within_24h=int((forecast["hours_left"] <= 24).sum()))
     figure = make_subplots(rows=2, cols=1, vertical_spacing=0.25, subplot_titles=(
         "messages deleted by retention before the group consumed them (KIP-490)",
         "hours until retention deletes messages the group has not consumed (at its current lag)"))
-    lost["series"] = lost["group"] + " · " + lost["topic"]
-    most_lost = lost.groupby("series")["lost_count"].sum().sort_values(ascending=False, kind="stable")
+    lost["series"] = lost["group_id"] + " · " + lost["topic"]
+    most_lost = lost.groupby("series")["count_lost"].sum().sort_values(ascending=False, kind="stable")
     others = most_lost.index[MAX_LOSS_SERIES:]
     if len(others):  # one bar for the pairs that lost least, so the legend stays readable
         lost.loc[lost["series"].isin(others), "series"] = f"{len(others):,} other group · topic pairs"
     for series, rows in lost.groupby("series", sort=True):
-        per_snapshot = rows.groupby("observed_at", as_index=False)["lost_count"].sum()
-        figure.add_trace(go.Bar(name=series, x=per_snapshot["observed_at"], y=per_snapshot["lost_count"],
+        per_snapshot = rows.groupby("observed_at", as_index=False)["count_lost"].sum()
+        figure.add_trace(go.Bar(name=series, x=per_snapshot["observed_at"], y=per_snapshot["count_lost"],
                                 hovertemplate="%{x|%H:%M:%S}: %{y:,} messages<extra>" + f"{series}</extra>"),
                          row=1, col=1)
     if lost.empty:
@@ -182,7 +182,7 @@ def retention_figure(lake: Lake) -> go.Figure:
     else:
         at_risk = len(forecast)
         forecast = forecast.sort_values("hours_left", kind="stable").head(MAX_FORECAST_BARS)
-        labels = forecast["group"] + " · " + forecast["topic"] + "-" + forecast["partition"].astype(str)
+        labels = forecast["group_id"] + " · " + forecast["topic"] + "-" + forecast["partition_id"].astype(str)
         figure.add_trace(go.Bar(
             name="forecast", orientation="h", y=labels, x=forecast["hours_left"], showlegend=False,
             marker_color=["#d62728" if hours <= 24 else "#1f77b4" for hours in forecast["hours_left"]],
@@ -239,18 +239,21 @@ def coordinator_metrics_figure(lake: Lake) -> go.Figure:
     """coordinator_metrics per bucket: commits on top (they outnumber the rest by far), then
     expirations, deletions and completed rebalances. Bars, not lines: a bucket without any event
     has no row, and a line would draw a value across it."""
+    # each counter's name, as the key numbers and the bars say it; its column is count_<counter>
     counters = ["offset_commits", "offset_expirations", "offset_deletions", "group_completed_rebalances"]
     numbers = {"buckets": 0, "bucket_minutes": 0, **{counter: 0 for counter in counters}}
-    metrics = read_table(lake, "coordinator_metrics", ["bucket_start_at", "bucket_minutes", *counters])
+    metrics = read_table(lake, "coordinator_metrics",
+                         ["bucket_start_at", "bucket_minutes", *(f"count_{counter}" for counter in counters)])
     if metrics.empty:
         return no_data_figure(COORDINATOR_TITLE, numbers)
     metrics = metrics.sort_values("bucket_start_at")
     numbers.update(buckets=len(metrics), bucket_minutes=int(metrics["bucket_minutes"].iloc[0]),
-                   **{counter: int(metrics[counter].sum()) for counter in counters})
+                   **{counter: int(metrics[f"count_{counter}"].sum()) for counter in counters})
     figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
                            subplot_titles=("offset commits", "expirations, deletions and completed rebalances"))
     for counter in counters:
-        figure.add_trace(go.Bar(name=counter.replace("_", " "), x=metrics["bucket_start_at"], y=metrics[counter]),
+        figure.add_trace(go.Bar(name=counter.replace("_", " "), x=metrics["bucket_start_at"],
+                                y=metrics[f"count_{counter}"]),
                          row=1 if counter == "offset_commits" else 2, col=1)
     figure.update_layout(title=COORDINATOR_TITLE, meta=numbers, height=560, hovermode="x unified", barmode="group")
     figure.update_xaxes(title_text=f"bucket start (UTC), {numbers['bucket_minutes']}-minute buckets", row=2, col=1)

@@ -31,15 +31,15 @@ def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
         wanted = "where lower(g.state) in (" + ", ".join(lake_string(s.lower()) for s in sorted(states)) + ")"
     groups = lake.query(f"""
         with offsets as (
-            select "group", count(distinct topic) as topics, count(*) as partitions
-            from committed_offsets group by "group"
+            select group_id, count(distinct topic) as topics, count(*) as partitions
+            from committed_offsets group by group_id
         )
-        select g."group" as "group", g.state, {attention.KIND} as kind, g.member_count as members,
+        select g.group_id as "group", g.state, {attention.KIND} as kind, g.count_members as members,
                coalesce(o.topics, 0) as topics, coalesce(o.partitions, 0) as partitions
         from group_state g
-        left join offsets o on o."group" = g."group"
+        left join offsets o on o.group_id = g.group_id
         {wanted}
-        order by g."group"
+        order by g.group_id
         """, "group_state", "committed_offsets").to_pylist()
     lag = {row["group"]: row for row in attention.lag_by_group(lake, lagging_only=False)}
     return [{**group, "lag": lag.get(group["group"], {}).get("lag_messages"),
@@ -51,26 +51,26 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
     know the group."""
     name = lake_string(group)
     states = lake.query(f"""select state, {attention.KIND} as classification, protocol_type, protocol from group_state
-                            where "group" = {name}""", "group_state").to_pylist()
+                            where group_id = {name}""", "group_state").to_pylist()
     if not states:
         return None
     (state,) = states
     offsets = lake.query(f"""
-        select c.topic, c."partition", c.committed_offset as current_offset, l.log_end_offset,
+        select c.topic, c.partition_id as "partition", c.committed_offset as current_offset, l.log_end_offset,
                l.lag_messages as lag, e.expires_at, e.hours_until_expiry,
                e.is_expired as expired_now, e.rule,
                e.not_eligible_reason
         from committed_offsets c
-        left join consumer_lag l on l."group" = c."group" and l.topic = c.topic and l."partition" = c."partition"
+        left join consumer_lag l on l.group_id = c.group_id and l.topic = c.topic and l.partition_id = c.partition_id
         left join expirable_offsets e
-          on e."group" = c."group" and e.topic = c.topic and e."partition" = c."partition"
-        where c."group" = {name}
-        order by c.topic, c."partition"
+          on e.group_id = c.group_id and e.topic = c.topic and e.partition_id = c.partition_id
+        where c.group_id = {name}
+        order by c.topic, c.partition_id
         """, "committed_offsets", "consumer_lag", "expirable_offsets").to_pylist()
     members = lake.query(f"""
         select member_id as consumer_id, group_instance_id, client_host as host, client_id,
                subscribed_topics, subscribed_topic_regex
-        from group_members where "group" = {name} order by member_id
+        from group_members where group_id = {name} order by member_id
         """, "group_members").to_pylist()
     return GroupView(
         group=group, state=state["state"], kind=state["classification"],

@@ -23,20 +23,20 @@ def write(lake, name: str, rows: list[dict]) -> None:
 
 
 def forecast(group: str, partition: int, unread: int, hours_left: float, topic: str = "t") -> dict:
-    return {"group": group, "topic": topic, "partition": partition, "unread_in_log": unread,
+    return {"group_id": group, "topic": topic, "partition_id": partition, "unread_in_log": unread,
             "hours_left": hours_left, "deletion_expected_at": at(0) + timedelta(hours=hours_left)}
 
 
 def expirable(group: str, partition: int, hours: float | None, rule: str = "empty_group", topic: str = "t",
               abandoned: bool = False) -> dict:
-    return {"group": group, "topic": topic, "partition": partition, "rule": rule, "group_state": "Empty",
+    return {"group_id": group, "topic": topic, "partition_id": partition, "rule": rule, "group_state": "Empty",
             "hours_until_expiry": hours, "is_expired": hours is not None and hours <= 0,
             "expires_at": None if hours is None else at(0) + timedelta(hours=hours), "is_abandoned": abandoned}
 
 
 def status(group: str, partition: int, value: str, topic: str = "t", lag: int = 5) -> dict:
     group_status = "ERR" if value in ("STOP", "STALL", "REWIND") else "OK"
-    return {"group": group, "topic": topic, "partition": partition, "status": value, "group_status": group_status,
+    return {"group_id": group, "topic": topic, "partition_id": partition, "status": value, "group_status": group_status,
             "current_lag": lag}
 
 
@@ -52,8 +52,8 @@ def test_unread_messages_due_within_the_horizon_alert_once_per_group_and_topic(l
 
 
 def test_messages_already_lost_are_losses_not_alerts(lake):
-    write(lake, "unconsumed_messages", [{"group": "g", "topic": "t", "partition": 0, "lost_count": 100,
-                                         "lost_count_at_least": 90, "observed_at": at(0)}])
+    write(lake, "unconsumed_messages", [{"group_id": "g", "topic": "t", "partition_id": 0, "count_lost": 100,
+                                         "count_lost_at_least": 90, "observed_at": at(0)}])
     assert evaluate(lake, AlertSettings()) == []
 
 

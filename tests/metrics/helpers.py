@@ -22,33 +22,33 @@ def fill(lake) -> None:
     """Gold rows of two groups, `busy` and the awkwardly named one, enough that a query summing,
     grouping or filtering the wrong way gives another number."""
     write(lake, "coordinator_metrics", [
-        {"bucket_start_at": at(0), "bucket_minutes": 5, "offset_commits": 10, "offset_expirations": 1,
-         "offset_deletions": 0, "group_completed_rebalances": 2},
-        {"bucket_start_at": at(5), "bucket_minutes": 5, "offset_commits": 32, "offset_expirations": 3,
-         "offset_deletions": 4, "group_completed_rebalances": 0}])
+        {"bucket_start_at": at(0), "bucket_minutes": 5, "count_offset_commits": 10, "count_offset_expirations": 1,
+         "count_offset_deletions": 0, "count_group_completed_rebalances": 2},
+        {"bucket_start_at": at(5), "bucket_minutes": 5, "count_offset_commits": 32, "count_offset_expirations": 3,
+         "count_offset_deletions": 4, "count_group_completed_rebalances": 0}])
     write(lake, "unconsumed_messages", [
-        {"group": "busy", "topic": "t", "partition": 0, "observed_at": at(1), "lost_count": 10,
-         "lost_count_at_least": 8},
-        {"group": "busy", "topic": "t", "partition": 0, "observed_at": at(2), "lost_count": 5,
-         "lost_count_at_least": 5},
-        {"group": "busy", "topic": "t", "partition": 1, "observed_at": at(2), "lost_count": 7,
-         "lost_count_at_least": 0},
-        {"group": AWKWARD, "topic": "t", "partition": 0, "observed_at": at(2), "lost_count": 3,
-         "lost_count_at_least": 1}])
+        {"group_id": "busy", "topic": "t", "partition_id": 0, "observed_at": at(1), "count_lost": 10,
+         "count_lost_at_least": 8},
+        {"group_id": "busy", "topic": "t", "partition_id": 0, "observed_at": at(2), "count_lost": 5,
+         "count_lost_at_least": 5},
+        {"group_id": "busy", "topic": "t", "partition_id": 1, "observed_at": at(2), "count_lost": 7,
+         "count_lost_at_least": 0},
+        {"group_id": AWKWARD, "topic": "t", "partition_id": 0, "observed_at": at(2), "count_lost": 3,
+         "count_lost_at_least": 1}])
     write(lake, "consumer_lag", [
-        {"group": "busy", "topic": "t", "partition": 0, "lag_messages": 3, "lag_ms": 1500},
-        {"group": "busy", "topic": "t", "partition": 1, "lag_messages": 0, "lag_ms": None},
-        {"group": AWKWARD, "topic": "t", "partition": 0, "lag_messages": 40, "lag_ms": 120_000}])
+        {"group_id": "busy", "topic": "t", "partition_id": 0, "lag_messages": 3, "lag_ms": 1500},
+        {"group_id": "busy", "topic": "t", "partition_id": 1, "lag_messages": 0, "lag_ms": None},
+        {"group_id": AWKWARD, "topic": "t", "partition_id": 0, "lag_messages": 40, "lag_ms": 120_000}])
     write(lake, "consumer_status", [
-        {"group": "busy", "topic": "t", "partition": 0, "status": "STALL", "rule": "offsets_unchanged",
+        {"group_id": "busy", "topic": "t", "partition_id": 0, "status": "STALL", "rule": "offsets_unchanged",
          "group_status": "ERR"},
-        {"group": "busy", "topic": "t", "partition": 1, "status": "OK", "rule": "caught_up", "group_status": "ERR"},
-        {"group": AWKWARD, "topic": "t", "partition": 0, "status": "WARN", "rule": "lag_not_decreasing",
+        {"group_id": "busy", "topic": "t", "partition_id": 1, "status": "OK", "rule": "caught_up", "group_status": "ERR"},
+        {"group_id": AWKWARD, "topic": "t", "partition_id": 0, "status": "WARN", "rule": "lag_not_decreasing",
          "group_status": "WARN"}])
     write(lake, "expirable_offsets",
-          [{"group": "busy", "topic": "t", "partition": p, "rule": "not_eligible", "hours_until_expiry": None,
+          [{"group_id": "busy", "topic": "t", "partition_id": p, "rule": "not_eligible", "hours_until_expiry": None,
             "expires_at": None} for p in (0, 1)] +
-          [{"group": AWKWARD, "topic": "u", "partition": p, "rule": "standalone", "group_state": "Empty",
+          [{"group_id": AWKWARD, "topic": "u", "partition_id": p, "rule": "standalone", "group_state": "Empty",
             "hours_until_expiry": h, "is_expired": h <= 0, "expires_at": at(0) + timedelta(hours=h)}
            for p, h in ((0, -1.0), (1, 2.0), (2, 30.0))])
     write(lake, "model_runs", [

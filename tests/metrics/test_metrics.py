@@ -195,9 +195,9 @@ def test_the_server_reads_the_lake_on_each_scrape_in_the_format_asked_for(filled
 
 def test_offsets_a_group_left_behind_are_not_lag_but_abandoned(filled):
     """`busy` has members and none reads `old` any more: its 2 partitions there are abandoned."""
-    write(filled, "consumer_lag", [{"group": "busy", "topic": "old", "partition": p, "lag_messages": 7, "lag_ms": 9000}
+    write(filled, "consumer_lag", [{"group_id": "busy", "topic": "old", "partition_id": p, "lag_messages": 7, "lag_ms": 9000}
                                    for p in (0, 1)])
-    write(filled, "expirable_offsets", [{"group": "busy", "topic": "old", "partition": p, "rule": "unsubscribed_topic",
+    write(filled, "expirable_offsets", [{"group_id": "busy", "topic": "old", "partition_id": p, "rule": "unsubscribed_topic",
                                          "is_abandoned": True, "hours_until_expiry": 100.0} for p in (0, 1)])
     found = samples(exposition(filled))
     assert not [labels for (name, labels) in found if name.startswith(P + "consumer_lag") and ("topic", "old") in labels]

@@ -80,7 +80,7 @@ def test_ingest_snapshots_refreshes_and_a_cleanup_plan_on_s3(spark, bootstrap, c
     ModelRunner(spark, local, variables=AS_OF, **QUIET).run_all()
     for name in model_table_specs():
         assert _rows(lake, name) == _rows(local, name), name
-    committed = {(r["group"], r["topic"], r["partition"]): r["committed_offset"]
+    committed = {(r["group_id"], r["topic"], r["partition_id"]): r["committed_offset"]
                  for r in lake.read_arrow("committed_offsets").to_pylist()}
     assert committed[("audit-standalone", ORDERS, 2)] == 3 and committed[("reports-stopped", ORDERS, 0)] == 7
 

@@ -17,7 +17,7 @@ def test_cluster_report_writes_the_report_next_to_the_lake_with_the_key_numbers(
     assert metadata["size_bytes"] == path.stat().st_size
     lag = demo_lake.query("select sum(lag_messages) as n, count(*) as cells from consumer_lag", "consumer_lag")
     assert metadata["lag_heatmap.total_lag_messages"] == lag.column("n")[0].as_py()
-    lost = demo_lake.query("select sum(lost_count) as n from unconsumed_messages", "unconsumed_messages")
+    lost = demo_lake.query("select sum(count_lost) as n from unconsumed_messages", "unconsumed_messages")
     assert metadata["retention.messages_lost"] == lost.column("n")[0].as_py() > 0
     expiring = demo_lake.query("select count(*) as n from expirable_offsets where expires_at is not null",
                                "expirable_offsets")

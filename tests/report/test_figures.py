@@ -18,14 +18,14 @@ def test_lag_heatmap_cells_are_consumer_lag_lag_messages(demo_lake):
     (heatmap,) = lag_heatmap_figure(demo_lake).data
     drawn = {(group, column): value for group, line in zip(heatmap.y, heatmap.z)
              for column, value in zip(heatmap.x, line) if value is not None}
-    expected = {(r["group"], f"{r['topic']}-{r['partition']}"): r["lag_messages"]
-                for r in rows(demo_lake, 'select "group", topic, "partition", lag_messages from consumer_lag',
+    expected = {(r["group_id"], f"{r['topic']}-{r['partition_id']}"): r["lag_messages"]
+                for r in rows(demo_lake, 'select group_id, topic, partition_id, lag_messages from consumer_lag',
                               "consumer_lag")}
     assert drawn == expected
 
     slow = {column: value for (group, column), value in drawn.items() if group == "billing-slow"}
-    slow_expected = {f"{r['topic']}-{r['partition']}": r["lag_messages"] for r in rows(
-        demo_lake, """select topic, "partition", lag_messages from consumer_lag where "group" = 'billing-slow'""",
+    slow_expected = {f"{r['topic']}-{r['partition_id']}": r["lag_messages"] for r in rows(
+        demo_lake, """select topic, partition_id, lag_messages from consumer_lag where group_id = 'billing-slow'""",
         "consumer_lag")}
     assert slow == slow_expected and sum(slow.values()) > 0, "the slow group lags"
 
@@ -52,13 +52,14 @@ def test_group_states_timeline_has_every_group_and_its_latest_state(demo_lake):
     for trace in figure.data:
         for group, start in zip(trace.y, trace.base):
             segments[group].append((start, trace.name))
-    history = rows(demo_lake, 'select "group", observed_at, state from group_state_history', "group_state_history")
-    assert set(segments) == {r["group"] for r in history}
+    history = rows(demo_lake, 'select group_id, observed_at, state from group_state_history', "group_state_history")
+    assert set(segments) == {r["group_id"] for r in history}
     assert {trace.name for trace in figure.data} == {r["state"] for r in history}
     latest = {}
     for r in sorted(history, key=lambda r: r["observed_at"]):
-        latest[r["group"]] = r["state"]
-    unambiguous = [g for g in latest if Counter(r["observed_at"] for r in history if r["group"] == g).most_common(1)[0][1] == 1]
+        latest[r["group_id"]] = r["state"]
+    unambiguous = [g for g in latest
+                   if Counter(r["observed_at"] for r in history if r["group_id"] == g).most_common(1)[0][1] == 1]
     assert unambiguous
     for group in unambiguous:
         assert max(segments[group])[1] == latest[group], group
@@ -71,13 +72,13 @@ def test_retention_figure_shows_every_lost_message_and_the_forecast(demo_lake):
     figure = retention_figure(demo_lake)
     lost_traces = [trace for trace in figure.data if trace.name != "forecast"]
     lost = {r["key"]: r["lost"] for r in rows(
-        demo_lake, """select "group" || ' · ' || topic as key, sum(lost_count) as lost from unconsumed_messages
-                      group by "group", topic""", "unconsumed_messages")}
+        demo_lake, """select group_id || ' · ' || topic as key, sum(count_lost) as lost from unconsumed_messages
+                      group by group_id, topic""", "unconsumed_messages")}
     assert {trace.name: sum(trace.y) for trace in lost_traces} == lost
     assert any(name.startswith("billing-slow") for name in lost), "retention deleted what the slow group never read"
 
     (forecast,) = [trace for trace in figure.data if trace.name == "forecast"]
-    expected = {f"{r['group']} · {r['topic']}-{r['partition']}": pytest.approx(r["hours_left"]) for r in rows(
+    expected = {f"{r['group_id']} · {r['topic']}-{r['partition_id']}": pytest.approx(r["hours_left"]) for r in rows(
         demo_lake, "select * from retention_forecast where hours_left is not null", "retention_forecast")}
     assert dict(zip(forecast.y, forecast.x)) == expected
     numbers = key_numbers(figure)
@@ -89,6 +90,6 @@ def test_coordinator_metrics_are_the_table_per_bucket(demo_lake):
     table = rows(demo_lake, "select * from coordinator_metrics order by bucket_start_at", "coordinator_metrics")
     assert table
     for trace in figure.data:
-        counter = trace.name.replace(" ", "_")
-        assert list(trace.y) == [r[counter] for r in table], counter
-    assert key_numbers(figure)["offset_commits"] == sum(r["offset_commits"] for r in table) > 0
+        counter = trace.name.replace(" ", "_")  # the bar's name: its column without count_
+        assert list(trace.y) == [r[f"count_{counter}"] for r in table], counter
+    assert key_numbers(figure)["offset_commits"] == sum(r["count_offset_commits"] for r in table) > 0

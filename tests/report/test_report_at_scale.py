@@ -38,24 +38,24 @@ def one(lake, sql: str, *tables: str):
 
 
 def test_the_lake_has_a_large_clusters_shape(large):
-    assert one(large, 'select count(distinct "group") as n from consumer_lag', "consumer_lag") >= GROUPS
-    assert one(large, 'select count(distinct topic || \'-\' || cast("partition" as varchar)) as n from consumer_lag',
+    assert one(large, 'select count(distinct group_id) as n from consumer_lag', "consumer_lag") >= GROUPS
+    assert one(large, 'select count(distinct topic || \'-\' || cast(partition_id as varchar)) as n from consumer_lag',
                "consumer_lag") >= 0.8 * TOPIC_PARTITIONS
 
 
 def test_the_state_timeline_draws_the_groups_whose_state_changed_last(large):
     figure = group_states_figure(large)
     drawn = {group for trace in figure.data for group in trace.y}
-    groups = one(large, 'select count(distinct "group") as n from group_state_history', "group_state_history")
+    groups = one(large, 'select count(distinct group_id) as n from group_state_history', "group_state_history")
     assert len(drawn) == MAX_TIMELINE_GROUPS and key_numbers(figure)["groups"] == groups
     assert f"the {MAX_TIMELINE_GROUPS} of {groups:,} whose state changed last" in figure.layout.yaxis.title.text
     last_change: dict[str, object] = {}  # the group's newest observation of a state other than the one before
     previous: dict[str, str] = {}
-    for row in large.query('select "group", observed_at, state from group_state_history order by "group", observed_at',
+    for row in large.query('select group_id, observed_at, state from group_state_history order by group_id, observed_at',
                            "group_state_history").to_pylist():
-        if previous.get(row["group"]) != row["state"]:
-            last_change[row["group"]] = row["observed_at"]
-        previous[row["group"]] = row["state"]
+        if previous.get(row["group_id"]) != row["state"]:
+            last_change[row["group_id"]] = row["observed_at"]
+        previous[row["group_id"]] = row["state"]
     cutoff = sorted(last_change.values(), reverse=True)[MAX_TIMELINE_GROUPS - 1]
     assert all(last_change[group] >= cutoff for group in drawn)
 
@@ -63,9 +63,9 @@ def test_the_state_timeline_draws_the_groups_whose_state_changed_last(large):
 def test_the_lag_heatmap_draws_the_groups_with_most_lag_per_topic(large):
     figure = lag_heatmap_figure(large)
     (heatmap,) = figure.data
-    top = large.query('select "group", sum(lag_messages) as lag from consumer_lag group by "group" '
-                      f'order by lag desc, "group" limit {MAX_HEATMAP_GROUPS}', "consumer_lag").to_pylist()
-    assert list(heatmap.y) == [row["group"] for row in top], "the most lag first"
+    top = large.query('select group_id, sum(lag_messages) as lag from consumer_lag group by group_id '
+                      f'order by lag desc, group_id limit {MAX_HEATMAP_GROUPS}', "consumer_lag").to_pylist()
+    assert list(heatmap.y) == [row["group_id"] for row in top], "the most lag first"
     assert len(heatmap.x) <= MAX_HEATMAP_COLUMNS and "partitions' lag summed" in figure.layout.xaxis.title.text
     total = one(large, "select sum(lag_messages) as n from consumer_lag", "consumer_lag")
     assert key_numbers(figure)["total_lag_messages"] == total, "the numbers count every row, not the drawn ones"
@@ -73,7 +73,7 @@ def test_the_lag_heatmap_draws_the_groups_with_most_lag_per_topic(large):
     group, topic = heatmap.y[0], heatmap.x[0]
     cell = heatmap.z[0][0]
     expected = large.query(f"""select sum(lag_messages) as n from consumer_lag
-                               where "group" = '{group}' and topic = '{topic}'""", "consumer_lag").to_pylist()[0]["n"]
+                               where group_id = '{group}' and topic = '{topic}'""", "consumer_lag").to_pylist()[0]["n"]
     assert cell == expected
 
 
@@ -88,7 +88,7 @@ def test_the_retention_figure_draws_the_partitions_due_soonest_and_the_biggest_l
     losses = [trace for trace in figure.data if trace.name != "forecast"]
     assert len(losses) <= MAX_LOSS_SERIES + 1
     assert sum(sum(trace.y) for trace in losses) == key_numbers(figure)["messages_lost"] \
-        == one(large, "select sum(lost_count) as n from unconsumed_messages", "unconsumed_messages")
+        == one(large, "select sum(count_lost) as n from unconsumed_messages", "unconsumed_messages")
 
 
 def test_the_report_stays_small_and_every_table_says_how_many_more(large, tmp_path):

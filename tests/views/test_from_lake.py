@@ -26,21 +26,21 @@ def write(lake, name: str, rows: list[dict]) -> None:
 @pytest.fixture
 def filled(lake):
     """Two groups: `busy` (Stable, lagging on t-0, t-1) and `idle` (Empty, offsets due to expire)."""
-    write(lake, "group_state", [{"group": "busy", "state": "Stable", "classification": "consumer", "member_count": 1},
-                                {"group": "idle", "state": "Empty", "classification": "standalone"}])
-    write(lake, "committed_offsets", [{"group": "busy", "topic": "t", "partition": p, "committed_offset": 5}
+    write(lake, "group_state", [{"group_id": "busy", "state": "Stable", "classification": "consumer", "count_members": 1},
+                                {"group_id": "idle", "state": "Empty", "classification": "standalone"}])
+    write(lake, "committed_offsets", [{"group_id": "busy", "topic": "t", "partition_id": p, "committed_offset": 5}
                                       for p in (0, 1)] +
-          [{"group": "idle", "topic": "t", "partition": p, "committed_offset": 2} for p in (0, 1, 2)])
-    write(lake, "consumer_lag", [{"group": "busy", "topic": "t", "partition": p, "committed_offset": 5,
+          [{"group_id": "idle", "topic": "t", "partition_id": p, "committed_offset": 2} for p in (0, 1, 2)])
+    write(lake, "consumer_lag", [{"group_id": "busy", "topic": "t", "partition_id": p, "committed_offset": 5,
                                   "log_end_offset": 5 + lag, "lag_messages": lag} for p, lag in ((0, 3), (1, 4))])
     write(lake, "expirable_offsets",
-          [{"group": "busy", "topic": "t", "partition": p, "rule": "not_eligible",
+          [{"group_id": "busy", "topic": "t", "partition_id": p, "rule": "not_eligible",
             "not_eligible_reason": "topic subscribed by a member", "hours_until_expiry": None, "expires_at": None}
            for p in (0, 1)] +
-          [{"group": "idle", "topic": "t", "partition": p, "rule": "standalone", "group_state": "Empty",
+          [{"group_id": "idle", "topic": "t", "partition_id": p, "rule": "standalone", "group_state": "Empty",
             "hours_until_expiry": h, "is_expired": h <= 0, "expires_at": at(0) + timedelta(hours=h)}
            for p, h in ((0, -1.0), (1, 2.0), (2, 30.0))])
-    write(lake, "group_members", [{"group": "busy", "member_id": "m-1", "client_id": "c", "client_host": "/h",
+    write(lake, "group_members", [{"group_id": "busy", "member_id": "m-1", "client_id": "c", "client_host": "/h",
                                    "subscribed_topics": ["t"], "subscribed_topic_regex": None,
                                    "group_instance_id": None}])
     return lake
@@ -74,7 +74,7 @@ def test_expiring_groups_partitions_and_counts_the_ones_already_due(filled):
 
 
 def test_lost_counts_only_losses_observed_since(lake):
-    rows = [{"group": "g", "topic": "t", "partition": p, "lost_count": 10, "lost_count_at_least": 8,
+    rows = [{"group_id": "g", "topic": "t", "partition_id": p, "count_lost": 10, "count_lost_at_least": 8,
              "observed_at": at(minute)} for p, minute in ((0, 1), (1, 30))]
     write(lake, "unconsumed_messages", rows)
     (ever,) = lost(lake)
@@ -119,7 +119,7 @@ def test_a_table_an_older_version_wrote_is_named_with_what_to_do(lake, capsys):
     from deltalake import write_deltalake
 
     # retention_forecast as written before it had unread_in_log
-    older = full_rows(lake, "retention_forecast", [{"group": "g", "topic": "t", "partition": 0}]).drop(["unread_in_log"])
+    older = full_rows(lake, "retention_forecast", [{"group_id": "g", "topic": "t", "partition_id": 0}]).drop(["unread_in_log"])
     write_deltalake(str(lake.path("retention_forecast")), older)
     assert main(["lost", "--home", str(lake.root.parent)]) == 1
     error = capsys.readouterr().err
