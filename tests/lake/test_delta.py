@@ -205,16 +205,20 @@ def test_a_table_written_before_its_spec_gained_nullable_columns_gains_them(lake
 
 
 def test_an_overwrite_replaces_a_schema_an_older_version_wrote(lake, spark):
-    # retention_forecast as it was before its lag_messages became unread_in_log: an overwrite
-    # (every model's full run) must replace the old columns, not refuse the new ones
+    # retention_forecast as it was before its group and partition became group_id and
+    # partition_id and its lag_messages unread_in_log: an overwrite (every model's full run) must
+    # replace the old columns, not refuse the new ones
     spec = lake.spec("retention_forecast")
-    older = pa.schema([pa.field("lag_messages", pa.int64()) if field.name == "unread_in_log" else field
-                       for field in spec.schema])
+    older_names = {"group_id": "group", "partition_id": "partition", "unread_in_log": "lag_messages"}
+    older = pa.schema([field.with_name(older_names.get(field.name, field.name)) for field in spec.schema])
     path = str(lake.path("retention_forecast"))
     write_deltalake(path, pa.Table.from_pylist([{"group": "g", "topic": "t", "partition": 0, "lag_messages": 5}],
                                                schema=older))
     lake.overwrite("retention_forecast", pa.Table.from_pylist(
-        [{"group": "g", "topic": "t", "partition": 0, "unread_in_log": 7}], schema=spec.schema))
+        [{"group_id": "g", "topic": "t", "partition_id": 0, "unread_in_log": 7}], schema=spec.schema))
     assert lake.read_arrow("retention_forecast").schema.names == spec.schema.names
-    assert [row["unread_in_log"] for row in lake.read_arrow("retention_forecast").to_pylist()] == [7]
+    assert [(row["group_id"], row["partition_id"], row["unread_in_log"])
+            for row in lake.read_arrow("retention_forecast").to_pylist()] == [("g", 0, 7)]
     assert [row["unread_in_log"] for row in lake.spark_read(spark, "retention_forecast").collect()] == [7]
+    assert lake.query("select group_id, partition_id from retention_forecast", "retention_forecast").to_pylist() == [
+        {"group_id": "g", "partition_id": 0}]

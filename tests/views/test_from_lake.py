@@ -125,3 +125,17 @@ def test_a_table_an_older_version_wrote_is_named_with_what_to_do(lake, capsys):
     error = capsys.readouterr().err
     assert "the table retention_forecast lacks the columns unread_in_log" in error
     assert "offsets-platform models" in error
+
+
+def test_a_table_written_before_its_columns_were_renamed_is_named_with_what_to_do(lake, capsys):
+    from deltalake import write_deltalake
+
+    # retention_forecast as written when its columns still had Kafka's names, group and partition
+    current = full_rows(lake, "retention_forecast", [{"group_id": "g", "topic": "t", "partition_id": 0}])
+    kafka_names = {"group_id": "group", "partition_id": "partition"}
+    write_deltalake(str(lake.path("retention_forecast")),
+                    current.rename_columns([kafka_names.get(name, name) for name in current.column_names]))
+    assert main(["lost", "--home", str(lake.root.parent)]) == 1
+    error = capsys.readouterr().err
+    assert "the table retention_forecast lacks the columns group_id, partition_id" in error
+    assert "offsets-platform models" in error
