@@ -71,8 +71,8 @@ def test_groups_and_states(demo_run, monkeypatch):
 
 def test_lag_and_retention(demo_run, monkeypatch):
     notebook = run("02_lag_and_retention.ipynb", demo_run.home / "demo", monkeypatch)
-    lost = demo_run.lake.query("""select topic, sum(lost_count) as n from unconsumed_messages
-                                  where "group" = 'billing-slow' group by topic""", "unconsumed_messages").to_pylist()
+    lost = demo_run.lake.query("""select topic, sum(count_lost) as n from unconsumed_messages
+                                  where group_id = 'billing-slow' group by topic""", "unconsumed_messages").to_pylist()
     assert lost
     for row in lost:
         assert f"billing-slow never consumed {row['n']:,} messages of {row['topic']}" in stdout(notebook)
@@ -82,7 +82,7 @@ def test_lag_and_retention(demo_run, monkeypatch):
 def test_expiring_offsets(demo_run, monkeypatch):
     notebook = run("03_expiring_offsets.ipynb", demo_run.home / "demo", monkeypatch)
     printed = stdout(notebook)
-    for row in demo_run.lake.query("""select rule, count(*) as n, count(distinct "group") as g from expirable_offsets
+    for row in demo_run.lake.query("""select rule, count(*) as n, count(distinct group_id) as g from expirable_offsets
                                       group by rule""", "expirable_offsets").to_pylist():
         assert f"{row['rule']}: {row['n']:,} offsets in {row['g']:,} groups" in printed
     assert EXPIRATION_TITLE in figure_titles(notebook)
