@@ -46,7 +46,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -59,10 +58,9 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from ingest_bench import timed, write_results  # benchmarks/ is on sys.path when this file runs as a script
-from models_bench import BATCH, BronzeFeed, add_snapshots, append_raw
+from ingest_bench import write_results  # benchmarks/ is on sys.path when this file runs as a script
+from models_bench import BATCH, BronzeFeed, add_snapshots, append_to_all, tree_lake
 from offsets_platform.lake import Lake
-from offsets_platform.lake.tables import TABLES
 from proving_ground.workload.coordinator_history import default_start_ms, generate_batches
 from proving_ground.workload.partitioning import DEFAULT_PARTITIONS
 
@@ -142,36 +140,6 @@ def extract_project(rev: str, into: Path) -> tuple[str, Path]:
     if archive.wait():
         raise SystemExit(f"git archive {commit} {PROJECT_FOLDER} failed")
     return commit, into / PROJECT_FOLDER
-
-
-def project_lake(shared: Path, root: Path) -> Lake:
-    """A lake of its own (model tables, model_runs) holding the shared lake's source layers as
-    hard links."""
-    root.mkdir(parents=True)
-
-    def link(source: str, target: str) -> None:
-        try:
-            os.link(source, target)
-        except OSError:  # another file system
-            shutil.copy2(source, target)
-
-    for layer in sorted({spec.layer for spec in TABLES.values()} - {"meta"}):
-        if (shared / layer).is_dir():
-            shutil.copytree(shared / layer, root / layer, copy_function=link)
-    return Lake(root)
-
-
-def append_to_all(feed: Feed, lakes: dict[str, Lake], records: int, label: str) -> dict[str, float]:
-    """The feed's next `records` records, written to every lake as ingest writes them (one ingest
-    batch per BATCH records); returns each lake's write seconds."""
-    seconds = dict.fromkeys(lakes, 0.0)
-    while records > 0:
-        raw = feed.take(min(records, BATCH))
-        records -= raw.num_rows
-        feed.written += raw.num_rows
-        for name, lake in lakes.items():
-            seconds[name] += timed(lambda lake=lake, raw=raw: append_raw(lake, raw, label))
-    return seconds
 
 
 def cpu_seconds(process: psutil.Process) -> float:
@@ -409,7 +377,7 @@ def main() -> None:
             for label, rev in zip(LABELS, (args.before, args.after)):
                 commit, project_dir = extract_project(rev, scratch / label / "project")
                 results["projects"][label] = {"rev": rev, "commit": commit}
-                lakes[label] = project_lake(shared, scratch / label / "lake")
+                lakes[label] = tree_lake(shared, scratch / label / "lake")
                 print(f"starting the {label} worker ({rev} = {commit[:7]})", file=sys.stderr, flush=True)
                 workers[label] = Worker(label, project_dir, lakes[label].root, args.model)
             for label in LABELS:

@@ -13,9 +13,15 @@ Each refresh runs in a child process, as a scheduled refresh starts, so JVM star
 client's connection) is included and reported apart; a psutil thread samples the RSS and CPU of
 the child, its JVM and the server.
 
+--against REV also times the project as it was at commit REV, side by side: its code is
+extracted into a temporary folder (`git archive`), it gets a lake of its own whose bronze starts
+as hard links of the same files, every appended batch is written to both lakes, and each step
+runs once per version, the two alternating which goes first, so that other work on the machine
+weighs on both alike. Each version refreshes through a Spark Connect server of its own code.
+
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/models_bench.py \
         [--records 10000000] [--new-records 100000] [--repeats 3] [--warm-up 4] \
-        [--groups 10000] [--topic-partitions 100000]
+        [--groups 10000] [--topic-partitions 100000] [--against REV]
 
 --groups and --topic-partitions shape the history as a large cluster's (the generator's `groups`,
 team groups alive at once, and `topic_partitions`, the partitions of the topics they read).
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -38,12 +45,39 @@ from pathlib import Path
 
 import psutil
 
-from ingest_bench import write_results  # benchmarks/ is on sys.path when this file runs as a script
+from ingest_bench import timed, write_results  # benchmarks/ is on sys.path when this file runs as a script
 from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.lake import Lake
-from proving_ground.workload.scale_lake import BronzeFeed, add_snapshots
+from offsets_platform.lake.tables import TABLES
+from proving_ground.workload.scale_lake import BATCH, BronzeFeed, add_snapshots, append_raw
 
 TARGETS_S = {"full": 60.0, "incremental": 10.0}
+REPO = Path(__file__).resolve().parents[1]
+CURRENT = "current"
+
+
+class Tree:
+    """A version of the project that runs refreshes: this checkout, or the files of a commit
+    extracted into a folder. Its processes import the project from its folder."""
+
+    def __init__(self, label: str, root: Path):
+        self.label, self.root = label, root
+        self.env = {**os.environ, "PYTHONPATH": str(root)}
+
+    @classmethod
+    def at_commit(cls, rev: str, into: Path) -> "Tree":
+        commit = subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=REPO, check=True,
+                                capture_output=True, text=True).stdout.strip()
+        into.mkdir(parents=True)
+        archive = subprocess.Popen(["git", "archive", commit], cwd=REPO, stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, check=True)
+        archive.stdout.close()
+        if archive.wait():
+            raise SystemExit(f"git archive {commit} failed")
+        return cls(commit[:10], into)
+
+    def popen(self, *args: str, **kwargs) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, *args], cwd=self.root, env=self.env, **kwargs)
 
 
 def child(lake_root: str, mode: str, remote: str) -> None:
@@ -67,13 +101,13 @@ def child(lake_root: str, mode: str, remote: str) -> None:
 
 
 class SparkConnectServer:
-    """`offsets-platform spark-server` on a free loopback port, for the server refreshes."""
+    """`offsets-platform spark-server` of a tree's code on a free loopback port, for the server refreshes."""
 
-    def __init__(self):
+    def __init__(self, tree: Tree):
         self.endpoint = f"sc://127.0.0.1:{free_loopback_port()}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "offsets_platform.cli", "spark-server", "--port", self.endpoint.rsplit(":", 1)[1]],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.process = tree.popen("-m", "offsets_platform.cli", "spark-server", "--port",
+                                  self.endpoint.rsplit(":", 1)[1], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True)
         for line in self.process.stdout:
             if line.startswith("ready:"):
                 return
@@ -126,11 +160,11 @@ class PeakRss(threading.Thread):
         self.peak_python_mb = max(self.peak_python_mb, rss.get(self.roots[0].pid, 0.0))
 
 
-def measure(lake_root: Path, mode: str, server: SparkConnectServer | None = None) -> dict:
+def measure(tree: Tree, lake_root: Path, mode: str, server: SparkConnectServer | None = None) -> dict:
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, __file__, "--child", str(lake_root), mode,
-                                server.endpoint if server else "-"],
-                               stdout=subprocess.PIPE, text=True)  # stderr (progress) goes straight through
+    process = tree.popen("benchmarks/models_bench.py", "--child", str(lake_root), mode,
+                         server.endpoint if server else "-",
+                         stdout=subprocess.PIPE, text=True)  # stderr (progress) goes straight through
     sampler = PeakRss([process.pid] + ([server.process.pid] if server else []))
     sampler.start()
     out, _ = process.communicate()
@@ -182,6 +216,79 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def tree_lake(shared: Path, root: Path) -> Lake:
+    """A lake of its own (model tables, model_runs) holding the shared lake's source layers as
+    hard links (the same files, so the same page cache; a copy where links cannot be made)."""
+    root.mkdir(parents=True)
+
+    def link(source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+        except OSError:  # another file system
+            shutil.copy2(source, target)
+
+    for layer in sorted({spec.layer for spec in TABLES.values()} - {"meta"}):
+        if (shared / layer).is_dir():
+            shutil.copytree(shared / layer, root / layer, copy_function=link)
+    return Lake(root)
+
+
+def append_to_all(feed: BronzeFeed, lakes: dict[str, Lake], records: int, label: str) -> dict[str, float]:
+    """The feed's next `records` records, written to every lake as ingest writes them (one ingest
+    batch per BATCH records); returns each lake's write seconds."""
+    seconds = dict.fromkeys(lakes, 0.0)
+    while records > 0:
+        raw = feed.take(min(records, BATCH))
+        records -= raw.num_rows
+        feed.written += raw.num_rows
+        for name, lake in lakes.items():
+            seconds[name] += timed(lambda lake=lake, raw=raw: append_raw(lake, raw, label))
+    return seconds
+
+
+def alternating(trees: list[Tree], repeat: int) -> list[Tree]:
+    """The trees in the order they run in this repeat: who goes first alternates."""
+    return trees if repeat % 2 == 0 else trees[::-1]
+
+
+def summarise(results: dict) -> None:
+    for kind in KINDS:
+        results[kind]["median"] = medians(results[kind]["runs"])
+        results[kind]["target_s"] = TARGETS_S.get(kind, TARGETS_S["incremental"])
+        results[kind]["target_met"] = results[kind]["median"]["wall_s"] < results[kind]["target_s"]
+
+
+def print_summary(label: str, results: dict, cpus: int) -> None:
+    print(f"\n{label}:\n")
+    print(markdown({**results, "cpus": cpus}))
+    print()
+    labels = {"full": "full refresh", "incremental": "incremental refresh, a local Spark per refresh",
+              "server": "incremental refresh through the Spark Connect server"}
+    for kind in KINDS:
+        median = results[kind]["median"]
+        print(f"{labels[kind]}: target < {results[kind]['target_s']:.0f} s "
+              f"{'met' if results[kind]['target_met'] else 'NOT met'} "
+              f"(process wall {median['wall_s']:.1f} s, of which models {median['models_s']:.1f} s)")
+        if median["load_1min"] > cpus:
+            print(f"  note: load average {median['load_1min']:.1f} on {cpus} CPUs at the end; the refresh's "
+                  "own threads (two models at a time, the JVM's) count too, so compare CPU time as well")
+    print("server warm-up refreshes (process wall): "
+          + ", ".join(f"{run['wall_s']:.1f} s" for run in results["server"]["warm_up"]))
+
+
+def comparison(results: dict, against: str) -> str:
+    """The current code beside `against`'s, per kind of refresh: medians and their ratios."""
+    lines = [f"| median of {results['repeats']} | wall, {CURRENT} | wall, {against} | ratio | CPU, {CURRENT} | "
+             f"CPU, {against} | ratio | peak RSS, {CURRENT} | peak RSS, {against} |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for kind in KINDS:
+        now, then = results["trees"][CURRENT][kind]["median"], results["trees"][against][kind]["median"]
+        lines.append(f"| {kind} | {now['wall_s']:.1f} s | {then['wall_s']:.1f} s | {now['wall_s'] / then['wall_s']:.2f} | "
+                     f"{now['cpu_s']:.1f} s | {then['cpu_s']:.1f} s | {now['cpu_s'] / then['cpu_s']:.2f} | "
+                     f"{now['peak_mb']:,.0f} MB | {then['peak_mb']:,.0f} MB |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000_000, help="records in bronze before the refreshes")
@@ -190,6 +297,7 @@ def main() -> None:
     parser.add_argument("--warm-up", type=int, default=4, help="refreshes through the server before the timed ones")
     parser.add_argument("--groups", type=int, help="groups alive at once in the generated history")
     parser.add_argument("--topic-partitions", type=int, help="partitions of the topics the generated groups read")
+    parser.add_argument("--against", metavar="REV", help="also time the project at this commit, side by side")
     parser.add_argument("--out", default="benchmarks/results/models_bench.json")
     parser.add_argument("--child", nargs=3, metavar=("LAKE", "MODE", "REMOTE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -201,62 +309,70 @@ def main() -> None:
                      "groups": args.groups, "topic_partitions": args.topic_partitions,
                      "cpus": os.cpu_count(), "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     with tempfile.TemporaryDirectory(prefix="models-bench-") as scratch:
-        lake = Lake(scratch)
+        trees = [Tree(CURRENT, REPO)]
+        lake = Lake(Path(scratch) / "lake")
         feed = BronzeFeed(lake, args.records + (2 * args.repeats + args.warm_up) * args.new_records,
                           args.groups, args.topic_partitions)
-        print(f"building bronze: {args.records:,} records in {scratch}", file=sys.stderr, flush=True)
+        print(f"building bronze: {args.records:,} records in {lake.root}", file=sys.stderr, flush=True)
         started = time.perf_counter()
         results["build_write_s"] = feed.append(args.records, "build")
         add_snapshots(lake)
         results["build_s"] = time.perf_counter() - started
         print(f"bronze built in {results['build_s']:.0f} s ({results['build_write_s']:.0f} s writing, the rest "
               "generating)", file=sys.stderr, flush=True)
-        # Full refreshes first: they also leave log_offset_state ready for the incremental runs.
-        results["full"] = {"runs": []}
-        for repeat in range(args.repeats):
-            print(f"full refresh {repeat + 1}/{args.repeats}", file=sys.stderr, flush=True)
-            results["full"]["runs"].append(measure(lake.root, "full"))
-        results["incremental"] = {"runs": [], "append_s": []}
-        for repeat in range(args.repeats):
-            print(f"appending {args.new_records:,} records, then incremental refresh {repeat + 1}/{args.repeats}",
+        lakes = {CURRENT: lake}
+        if args.against:
+            trees.append(Tree.at_commit(args.against, Path(scratch) / "against"))
+            lakes[trees[1].label] = tree_lake(lake.root, Path(scratch) / "against-lake")
+            print(f"timing {trees[1].label} ({args.against}) beside the current code, on a lake of its own",
                   file=sys.stderr, flush=True)
-            results["incremental"]["append_s"].append(feed.append(args.new_records, f"append-{repeat}"))
-            results["incremental"]["runs"].append(measure(lake.root, "incremental"))
-        results["server"] = {"warm_up": [], "runs": [], "warm_up_refreshes": args.warm_up}
-        print("starting a Spark Connect server (offsets-platform spark-server)", file=sys.stderr, flush=True)
-        server = SparkConnectServer()
+            results["against"] = {"rev": args.against, "commit": trees[1].label}
+        runs = {tree.label: {"full": {"runs": []}, "incremental": {"runs": []},
+                             "server": {"warm_up": [], "runs": [], "warm_up_refreshes": args.warm_up}}
+                for tree in trees}
+
+        def each_tree(repeat: int, step: str, mode: str, servers: dict | None = None) -> dict[str, dict]:
+            measured = {}
+            for tree in alternating(trees, repeat):
+                print(f"{step}: {tree.label}", file=sys.stderr, flush=True)
+                server = servers[tree.label] if servers else None
+                measured[tree.label] = measure(tree, lakes[tree.label].root, mode, server)
+            return measured
+
+        # Full refreshes first: they also leave log_offset_state ready for the incremental runs.
+        for repeat in range(args.repeats):
+            for label, run in each_tree(repeat, f"full refresh {repeat + 1}/{args.repeats}", "full").items():
+                runs[label]["full"]["runs"].append(run)
+        for repeat in range(args.repeats):
+            append_to_all(feed, lakes, args.new_records, f"append-{repeat}")
+            step = f"appended {args.new_records:,} records, then incremental refresh {repeat + 1}/{args.repeats}"
+            for label, run in each_tree(repeat, step, "incremental").items():
+                runs[label]["incremental"]["runs"].append(run)
+        print("starting a Spark Connect server per version (offsets-platform spark-server)", file=sys.stderr, flush=True)
+        servers = {}
         try:
+            for tree in trees:
+                servers[tree.label] = SparkConnectServer(tree)
             for repeat in range(args.warm_up + args.repeats):
                 timed_run = repeat >= args.warm_up
                 label = (f"timed refresh {repeat - args.warm_up + 1}/{args.repeats}" if timed_run
                          else f"warm-up refresh {repeat + 1}/{args.warm_up}")
-                print(f"appending {args.new_records:,} records, then through the server: {label}",
-                      file=sys.stderr, flush=True)
-                feed.append(args.new_records, f"server-{repeat}")
-                run = measure(lake.root, "incremental", server)
-                results["server"]["runs" if timed_run else "warm_up"].append(run)
+                append_to_all(feed, lakes, args.new_records, f"server-{repeat}")
+                step = f"appended {args.new_records:,} records, then through the server: {label}"
+                for tree_label, run in each_tree(repeat, step, "incremental", servers).items():
+                    runs[tree_label]["server"]["runs" if timed_run else "warm_up"].append(run)
         finally:
-            server.stop()
-    for kind in KINDS:
-        results[kind]["median"] = medians(results[kind]["runs"])
-        results[kind]["target_s"] = TARGETS_S.get(kind, TARGETS_S["incremental"])
-        results[kind]["target_met"] = results[kind]["median"]["wall_s"] < results[kind]["target_s"]
-
-    print()
-    print(markdown(results))
-    print()
-    labels = {"full": "full refresh", "incremental": "incremental refresh, a local Spark per refresh",
-              "server": "incremental refresh through the Spark Connect server"}
-    for kind in KINDS:
-        median = results[kind]["median"]
-        print(f"{labels[kind]}: target < {results[kind]['target_s']:.0f} s "
-              f"{'met' if results[kind]['target_met'] else 'NOT met'} "
-              f"(process wall {median['wall_s']:.1f} s, of which models {median['models_s']:.1f} s)")
-        if median["load_1min"] > results["cpus"]:
-            print(f"  note: load average {median['load_1min']:.1f} on {results['cpus']} CPUs at the end; the refresh's "
-                  "own threads (two models at a time, the JVM's) count too, so compare CPU time as well")
-    print("server warm-up refreshes (process wall): "
-          + ", ".join(f"{run['wall_s']:.1f} s" for run in results["server"]["warm_up"]))
+            for server in servers.values():
+                server.stop()
+    for tree_runs in runs.values():
+        summarise(tree_runs)
+    results["trees"] = runs
+    for tree in trees:
+        print_summary(f"{tree.label} ({tree.root})" if tree.label != CURRENT else "the current code",
+                      {**runs[tree.label], "repeats": args.repeats, "new_records": args.new_records}, results["cpus"])
+    if args.against:
+        print()
+        print(comparison(results, trees[1].label))
     write_results(results, Path(args.out))
 
 

@@ -1,10 +1,15 @@
-"""Reading and writing the Delta tables.
+"""Reading and writing the Delta tables: the one module that does table IO.
 
-Every write, merge and delete here goes through delta-rs (`deltalake`). Spark reads a table from
-its active file list with the registered schema. Both halves live here so the switch to Delta's
-own Spark reader and writer happens in this one module: every session now carries delta-spark
-(offsets_platform.lake.spark), and tests/lake/test_delta_interop.py shows the two writers share a
-table, but the models do not use it yet.
+Two writers share the tables, each where it fits:
+- delta-rs (`deltalake`), which needs no JVM, writes bronze (ingest, snapshots), the cleanup
+  records and the runner's `model_runs`, and reads any table for the quick views, the report, the
+  metrics and the plans (`Lake.query`, `Lake.read_arrow`);
+- Delta's own Spark reader and writer (delta-spark, in every session offsets_platform.lake.spark
+  starts) read the models' sources and refs at pinned versions, read the rows appended to a source
+  since a version through Delta's change data feed, and write each model's result (an overwrite,
+  or MERGE INTO for an incremental model): `Lake.spark_*`.
+Both keep to the table features both support: no deletion vectors, no column mapping
+(tests/lake/test_delta_interop.py reads every kind of write of each with the other).
 
 Only writes (append, overwrite, merge) create a table. Reading one that no write has created yet
 reads it empty, with its registered schema, and leaves the lake as it was: a report or a plan
@@ -24,6 +29,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, Field, QueryBuilder, write_deltalake
 
+from offsets_platform.lake.sql_literals import spark_identifier
 from offsets_platform.lake.storage import S3Access, check_reachable, is_object_store, local_leases_folder, normalise_uri
 from offsets_platform.lake.tables import TABLES, TableSpec, table_spec, with_model_tables
 
@@ -34,7 +40,10 @@ if TYPE_CHECKING:
 # Opening a table reads every commit since its last checkpoint (about 0.4 ms each), and a refresh
 # opens tables some 170 times; Delta's default of a checkpoint every 100 commits made opening
 # model_runs or a bronze table 20-30 ms instead of 5.
-TABLE_PROPERTIES = {"delta.checkpointInterval": "10"}
+# The change data feed is how an incremental model reads the rows appended to a source since its
+# last run (`Lake.spark_read_appended`); appends need no extra files for it.
+CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
+TABLE_PROPERTIES = {"delta.checkpointInterval": "10", CHANGE_DATA_FEED: "true"}
 
 
 class Lake:
@@ -162,7 +171,9 @@ class Lake:
         """The table to write to, created empty with its registered schema first if need be."""
         table = self._opened(name)
         if table is not None:
-            _add_new_nullable_columns(table, self.spec(name))  # a table written by an older version
+            # a table written by an older version
+            _add_new_nullable_columns(table, self.spec(name))
+            _set_missing_properties(table, self._properties(name))
             return table
         spec = self.spec(name)
         path = self.path(name)
@@ -173,9 +184,16 @@ class Lake:
                         path.parent.mkdir(parents=True, exist_ok=True)
                     DeltaTable.create(str(path), schema=spec.schema, partition_by=list(spec.partition_by) or None,
                                       name=spec.name, description=spec.description,
-                                      configuration=TABLE_PROPERTIES, storage_options=self._options)
+                                      configuration=self._properties(name), storage_options=self._options)
                 self._open[name] = self._delta(name)
             return self._open[name]
+
+    def _properties(self, name: str) -> dict[str, str]:
+        """The Delta properties the table is created with. A model table has no change data feed:
+        no model reads another's appended rows, and a MERGE would write its changes twice."""
+        if name in self._model_tables:
+            return {key: value for key, value in TABLE_PROPERTIES.items() if key != CHANGE_DATA_FEED}
+        return dict(TABLE_PROPERTIES)
 
     def append(self, name: str, data: pa.Table) -> int:
         """Append rows in one Delta commit (all or nothing). Returns the new table version."""
@@ -274,22 +292,130 @@ class Lake:
                 return latest.file_uris()
         return self._delta(name, version).file_uris()
 
-    def spark_read(self, spark: "SparkSession", name: str, files: list[str] | None = None) -> "DataFrame":
-        """A Spark DataFrame over the table's active files (or the given subset of them), with the
-        registered schema."""
-        from pyspark.sql.pandas.types import from_arrow_schema
+    # Spark: the models read and write the tables through Delta's own Spark reader and writer
+    # (delta-spark, which every session carries: offsets_platform.lake.spark). Reads are pinned to
+    # a version, so the models of one refresh see one state of each table whatever is written
+    # meanwhile. A table is still created by delta-rs, with its registered schema and properties,
+    # so that its NOT NULL columns stay NOT NULL (a Spark write would create them nullable).
 
+    def spark_read(self, spark: "SparkSession", name: str, version: int | None = None) -> "DataFrame":
+        """The table at `version` (default: its latest) through Delta's Spark reader, with the
+        columns of its registered schema: a column the table lacks (written by an older version,
+        not rewritten since) reads as null. A table no write has created yet, and any version
+        before its first, read empty."""
+        version = self.version(name) if version is None else version
+        if version < 0:
+            return _empty_frame(spark, self.spec(name))
+        frame = self._spark_reader(spark).option("versionAsOf", version).load(str(self.path(name)))
+        return self._with_registered_columns(frame, name, version)
+
+    def spark_read_appended(self, spark: "SparkSession", name: str, after_version: int,
+                            up_to_version: int) -> "DataFrame":
+        """The rows appended to the table after `after_version`, up to `up_to_version`, through
+        Delta's change data feed (on for every table the lake creates: TABLE_PROPERTIES).
+
+        Only for versions that merely appended (`appended_files` says so): the feed would show
+        a rewrite's rows as deleted and inserted again."""
+        if up_to_version <= after_version:
+            return _empty_frame(spark, self.spec(name))
+        changes = (self._spark_reader(spark).option("readChangeFeed", "true")
+                   .option("startingVersion", after_version + 1).option("endingVersion", up_to_version)
+                   .load(str(self.path(name))))
+        return self._with_registered_columns(changes.where("_change_type = 'insert'"), name, up_to_version)
+
+    def appended_files(self, name: str, after_version: int, up_to_version: int) -> list[str] | None:
+        """The data files added after `after_version` up to `up_to_version`, when those versions
+        only appended (no file was removed) and recorded their rows in the change data feed;
+        None otherwise, or when `after_version` can no longer be loaded: then only reading the
+        whole table is correct."""
+        try:
+            before = self._delta(name, after_version) if after_version >= 0 else None
+        except Exception:  # delta-rs raises various errors for versions whose log was cleaned up
+            return None
+        if before is not None and before.metadata().configuration.get(CHANGE_DATA_FEED) != "true":
+            return None
+        files_before = set(before.file_uris()) if before is not None else set()
+        files_now = self.files(name, up_to_version)
+        if not files_before <= set(files_now):
+            return None
+        return [uri for uri in files_now if uri not in files_before]
+
+    def spark_overwrite(self, name: str, frame: "DataFrame") -> int:
+        """Replace the table's rows with `frame`'s (its columns cast to the registered schema) in
+        one Delta commit by Delta's Spark writer. Returns the rows written."""
         spec = self.spec(name)
-        schema = from_arrow_schema(spec.schema)
-        files = self.files(name) if files is None else files
-        if not files:
-            return spark.createDataFrame([], schema)
+        table = self._writable(name)
+        if table.schema().to_arrow().names != spec.schema.names:
+            # A model's columns can change between versions (one renamed or dropped). The empty
+            # table with the registered schema comes first, from delta-rs, which keeps NOT NULL
+            # columns NOT NULL (Spark's overwriteSchema makes every column nullable).
+            write_deltalake(table, spec.schema.empty_table(), mode="overwrite", schema_mode="overwrite")
+        before = table.version()
+        _conformed(frame, spec).write.format("delta").mode("overwrite").save(str(self.path(name)))
+        return self._rows_written(name, before, "numOutputRows")
+
+    def spark_merge(self, name: str, frame: "DataFrame") -> int:
+        """Upsert `frame`'s rows (cast to the registered schema) by the table's registered keys
+        with Delta's MERGE INTO. Returns the rows merged."""
+        spec = self.spec(name)
+        before = self._writable(name).version()
+        spark = frame.sparkSession
+        source = f"{name}__merge_source"
+        _conformed(frame, spec).createOrReplaceTempView(source)
+        on = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
+        spark.sql(f"merge into delta.{spark_identifier(str(self.path(name)))} as target using {source} as source "
+                  f"on {on} when matched then update set * when not matched then insert *")
+        spark.catalog.dropTempView(source)
+        return self._rows_written(name, before, "numSourceRows")
+
+    def _spark_reader(self, spark: "SparkSession"):
         if self.remote and id(spark) not in self._spark_configured:
             # s3a's endpoint and the like, once per session (a setting read over Spark Connect is a
             # request); the credentials come from the JVM's environment
             self.access.configure_spark(spark)
             self._spark_configured.add(id(spark))
-        return spark.read.schema(schema).option("basePath", str(self.path(name))).parquet(*files)
+        return spark.read.format("delta")
+
+    def _with_registered_columns(self, frame: "DataFrame", name: str, version: int) -> "DataFrame":
+        """`frame` with exactly the registered columns, in their order; those the table lacked at
+        `version` as typed nulls. The table's columns come from delta-rs's log: asking Spark for a
+        DataFrame's columns is one more analysis (a round trip on Spark Connect)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        spec = self.spec(name)
+        present = set(self._columns_at(name, version))
+        return frame.select(*[F.col(f.name) if f.name in present else F.lit(None).cast(f.dataType).alias(f.name)
+                              for f in from_arrow_schema(spec.schema)])
+
+    def _columns_at(self, name: str, version: int) -> list[str]:
+        table = self._opened(name)
+        if table is not None and table.version() == version:
+            return table.schema().to_arrow().names
+        return self._delta(name, version).schema().to_arrow().names
+
+    def _rows_written(self, name: str, before: int, metric: str) -> int:
+        """A row count Delta's Spark writer recorded in the commit it just made (its operation
+        metrics in the table's history, read with delta-rs: no Spark job counts the rows again).
+        No commit since `before`: Delta had nothing to write (no rows into an empty table)."""
+        table = self._opened(name)
+        if table.version() == before:
+            return 0
+        return int(table.history(1)[0]["operationMetrics"][metric])
+
+
+def _empty_frame(spark: "SparkSession", spec: TableSpec) -> "DataFrame":
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return spark.createDataFrame([], from_arrow_schema(spec.schema))
+
+
+def _conformed(frame: "DataFrame", spec: TableSpec) -> "DataFrame":
+    """`frame`'s columns in the spec's order, cast to its types (what `conform` does for Arrow)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(spec.schema)])
 
 
 class NoLake(RuntimeError):
@@ -345,6 +471,23 @@ def _add_new_nullable_columns(table: DeltaTable, spec: TableSpec) -> None:
         table.update_incremental()
         present = {field.name for field in table.schema().fields}
         if any(field.name not in present for field in missing):
+            raise
+    table.update_incremental()
+
+
+def _set_missing_properties(table: DeltaTable, properties: Mapping[str, str]) -> None:
+    """Give a table created before a property was among those tables are created with that
+    property, in one Delta commit that touches no data file (the change data feed then records
+    the appends from there on)."""
+    missing = {key: value for key, value in properties.items() if key not in table.metadata().configuration}
+    if not missing:
+        return
+    try:
+        table.alter.set_table_properties(missing)
+    except Exception:
+        # another process may have set them first; anything else is raised below
+        table.update_incremental()
+        if any(key not in table.metadata().configuration for key in missing):
             raise
     table.update_incremental()
 

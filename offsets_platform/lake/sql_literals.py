@@ -30,3 +30,8 @@ def lake_timestamp(value: datetime) -> str:
 def spark_string(value: object) -> str:
     """`value` as a string literal for Spark SQL (the models; the `sql_string` template filter)."""
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def spark_identifier(value: object) -> str:
+    """`value` as a quoted identifier for Spark SQL (a table's path in `delta.<path>`)."""
+    return "`" + str(value).replace("`", "``") + "`"

@@ -1,11 +1,14 @@
 """Running the dbt-like models on Spark and writing each result to its Delta table.
 
-A `table` model is recomputed and overwrites its table. An `incremental` model, once it has run,
-sees in `source(..., new_only=true)` only the Delta files appended to that source since its last
-run, and its result is merged into its table by `unique_key`; the first run, a `full_refresh`,
-a change of the model's SQL, or a source that was rewritten rather than appended to make it a
-full run. Incremental models must be idempotent upserts: if a run dies after its merge but before
-it is recorded in `model_runs`, the next run merges the same rows again.
+Every model reads its sources and refs as Delta tables, each at the version pinned for the run,
+and Delta's own Spark writer writes its result (`Lake.spark_*`): the rows never pass through
+this process. A `table` model is recomputed and overwrites its table. An `incremental` model,
+once it has run, sees in `source(..., new_only=true)` only the rows appended to that source since
+its last run (Delta's change data feed), and its result is merged into its table by
+`unique_key` (MERGE INTO); the first run, a `full_refresh`, a change of the model's SQL, or a
+source that was rewritten rather than appended to make it a full run. Incremental models must be
+idempotent upserts: if a run dies after its merge but before it is recorded in `model_runs`, the
+next run merges the same rows again.
 
 A model whose inputs are all as they were at its last run (its SQL, the versions of its sources
 and refs, the values of the variables it uses) is not run again: its table is already the
@@ -41,13 +44,13 @@ import pyarrow as pa
 
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
-from offsets_platform.lake.spark import query_arrow
+from offsets_platform.lake.spark import lazy_sql
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.models.project import Model, ModelProject, default_project, model_table_specs
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 RUNS_TABLE = "model_runs"
 NO_SOURCE = "-"  # the model_runs row of a model that reads no source
@@ -91,8 +94,9 @@ class ModelRun:
 @dataclass
 class _SourceRead:
     version: int
-    files: list[str]
-    new_files: list[str] | None = None  # set in an incremental run
+    # in an incremental run, the files appended since the model's last run (None: it runs full)
+    new_files: list[str] | None = None
+    after_version: int = -1  # the version the model read in its last run
 
 
 def default_variables(now: datetime | None = None) -> dict[str, Any]:
@@ -202,47 +206,46 @@ class ModelRunner:
                             rows_in_table=self.lake.count(model.name), seconds=time.monotonic() - started)
         last = previous if model.materialized == "incremental" else {}
         reads = self._plan_reads(model, source_versions, last)
-        states = {ref: _files_at(self.lake, ref, last.get(REF_PREFIX + ref)) for ref in model.refs_at_last_run}
+        states = {ref: last.get(REF_PREFIX + ref) for ref in model.refs_at_last_run}
         # _plan_reads finds appended files only for an incremental model that may run incrementally
         incremental = (bool(reads) and all(read.new_files is not None for read in reads.values())
-                       and all(files is not None for files in states.values()))
+                       and all(_loadable(self.lake, ref, version) for ref, version in states.items()))
         context = render(model.name, model.sql, self.variables, incremental=incremental,
                          ephemerals=self.project.ephemeral_sql())
-        self._register_views(model, context.new_only_sources, reads, incremental)
+        self._register_views(model, context.new_only_sources, reads, ref_versions, incremental)
         if incremental:
-            for ref, files in states.items():
-                self._view(at_last_run_view(model.name, ref), ref, files)
+            for ref, version in states.items():
+                self._view(at_last_run_view(model.name, ref), ref, version)
         try:
-            data = self._checked_columns(model, query_arrow(self.spark, context.sql))
+            result = self._checked_columns(model, lazy_sql(self.spark, context.sql))
+            rows = (self.lake.spark_merge(model.name, result) if incremental
+                    else self.lake.spark_overwrite(model.name, result))
         except ModelRunError:
             raise
         except Exception as error:  # Spark's analysis and runtime errors: say which model
             raise ModelRunError(f"model {model.name} ({model.layer}/{model.sql_path.name}) failed: "
                                 f"{_first_line(error)}") from error
-        if incremental:
-            self.lake.merge(model.name, data)
-            if len(self.lake.files(model.name)) > self.compact_at_files:
-                self._compact(model.name)
-        else:
-            self.lake.overwrite(model.name, data)
-        self._view(model.name, model.name)
+        if incremental and len(self.lake.files(model.name)) > self.compact_at_files:
+            self._compact(model.name)
+        self._view(model.name, model.name, self.lake.version(model.name))
         self._record(model, "incremental" if incremental else "full", reads,
-                     {**self._states_to_record(model, reads, ref_versions), INPUTS: inputs}, data.num_rows)
-        return ModelRun(model=model.name, mode="incremental" if incremental else "full", rows_written=data.num_rows,
+                     {**self._states_to_record(model, reads, ref_versions), INPUTS: inputs}, rows)
+        return ModelRun(model=model.name, mode="incremental" if incremental else "full", rows_written=rows,
                         # an overwritten table holds exactly the result: no need to count it
-                        rows_in_table=self.lake.count(model.name) if incremental else data.num_rows,
+                        rows_in_table=self.lake.count(model.name) if incremental else rows,
                         seconds=time.monotonic() - started,
                         new_files={t: len(r.new_files) for t, r in reads.items() if r.new_files is not None})
 
     def _plan_reads(self, model: Model, source_versions: dict[str, int],
                     last: dict[str, int]) -> dict[str, _SourceRead]:
-        """Each source's files at its pinned version; for an incremental model that ran before
-        with this code (`last` holds what it read then), also the files appended since."""
+        """Each source's pinned version; for an incremental model that ran before with this code
+        (`last` holds what it read then), also the files appended since."""
         reads = {}
         for table, version in source_versions.items():
-            read = _SourceRead(version=version, files=self.lake.files(table, version))
+            read = _SourceRead(version=version)
             if table in last and self.lake.exists(model.name):  # new rows merge into the table it has
-                read.new_files = _appended_files(self.lake, table, last[table], read.files)
+                read.after_version = last[table]
+                read.new_files = self.lake.appended_files(table, last[table], version)
             reads[table] = read
         return reads
 
@@ -291,43 +294,49 @@ class ModelRunner:
         return states
 
     def _register_views(self, model: Model, new_only: list[str], reads: dict[str, _SourceRead],
-                        incremental: bool) -> None:
+                        ref_versions: dict[str, int], incremental: bool) -> None:
         for table, read in reads.items():
-            self._view(table, table, read.files)
+            self._view(table, table, read.version)
         for table in new_only:
-            self._view(new_rows_view(model.name, table), table, reads[table].new_files)
+            read = reads[table]
+            self._view(new_rows_view(model.name, table), table, read.version, appended_after=read.after_version)
         for ref in model.refs:
-            self._view(ref, ref)
+            self._view(ref, ref, ref_versions[ref])
         if incremental:
-            self._view(this_view(model.name), model.name)
+            self._view(this_view(model.name), model.name, self.lake.version(model.name))
 
-    def _view(self, name: str, table: str, files: list[str] | None = None) -> None:
-        """Make `name` a temporary view of the table's files (default: its latest), unless the
-        session has that view of those files already: models of a refresh read the same sources
-        and refs, and each registration is a round trip and an analysis on a Spark Connect server.
-        A view of the same files shows the same rows: Delta never changes a data file."""
-        files = self.lake.files(table) if files is None else files
-        # the schema too: a view of no files is an empty one with the table's columns
-        shown = hashlib.sha256("\n".join([str(self.lake.spec(table).schema), *files]).encode()).hexdigest()
+    def _view(self, name: str, table: str, version: int, appended_after: int | None = None) -> None:
+        """Make `name` a temporary view of the table at `version` (or of the rows appended after
+        `appended_after` up to it), unless the session has that view already: models of a refresh
+        read the same sources and refs, and each registration is a round trip and an analysis on
+        a Spark Connect server. A view of one version of one table shows the same rows however
+        often it is read."""
+        # the lake's root and the schema too: runners over other lakes share the session, and a
+        # view of a table no write has created yet is an empty one with the table's columns
+        shown = hashlib.sha256(json.dumps([str(self.lake.path(table)), str(self.lake.spec(table).schema),
+                                           version, appended_after]).encode()).hexdigest()
         with _VIEWS_LOCK:
             views = _VIEWS.setdefault(self.spark, {})
             view_lock = _VIEW_LOCKS.setdefault(self.spark, {}).setdefault(name, threading.Lock())
         with view_lock:
             if views.get(name) == shown:
                 return
-            self.lake.spark_read(self.spark, table, files=files).createOrReplaceTempView(name)
+            if appended_after is None:
+                frame = self.lake.spark_read(self.spark, table, version)
+            else:
+                frame = self.lake.spark_read_appended(self.spark, table, appended_after, version)
+            frame.createOrReplaceTempView(name)
             views[name] = shown
 
-    def _checked_columns(self, model: Model, data: pa.Table) -> pa.Table:
-        # checked on the result rather than on the DataFrame: asking Spark for a DataFrame's
-        # columns is one more analysis of the query (a round trip with Spark Connect)
-        declared, produced = [column.name for column in model.columns], data.column_names
+    def _checked_columns(self, model: Model, result: "DataFrame") -> "DataFrame":
+        """The result, once its columns are the declared ones (before anything is written)."""
+        declared, produced = [column.name for column in model.columns], result.columns
         if sorted(declared) != sorted(produced):
             raise ModelRunError(
                 f"model {model.name}: the SQL's columns do not match {model.layer}.yml; "
                 f"missing from the SQL: {sorted(set(declared) - set(produced))}, "
                 f"not declared: {sorted(set(produced) - set(declared))}")
-        return data.select(declared)
+        return result
 
     def _record(self, model: Model, mode: str, reads: dict[str, _SourceRead], states: dict[str, int],
                 rows: int) -> None:
@@ -357,26 +366,15 @@ class ModelRunner:
         self.emit(f"compacted {table}: {self.lake.compact(table):,} small files rewritten")
 
 
-def _appended_files(lake: Lake, table: str, since_version: int, current: list[str]) -> list[str] | None:
-    """Files added since `since_version`, or None when files were also removed (the table was
-    rewritten, so only a full run is correct) or that version can no longer be loaded."""
-    files_then = _files_at(lake, table, since_version)
-    if files_then is None:
-        return None
-    before = set(files_then)
-    if not before <= set(current):
-        return None
-    return [uri for uri in current if uri not in before]
-
-
-def _files_at(lake: Lake, table: str, version: int | None) -> list[str] | None:
-    """The table's files at `version`, or None when there is no version or it cannot be loaded."""
+def _loadable(lake: Lake, table: str, version: int | None) -> bool:
+    """Whether the table's `version` is recorded and can still be loaded."""
     if version is None:
-        return None
+        return False
     try:
-        return lake.files(table, version)
+        lake.files(table, version)
     except Exception:  # delta-rs raises various errors for versions whose log was cleaned up
-        return None
+        return False
+    return True
 
 
 def _first_line(error: Exception) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from offsets_platform.cleanup.approvals import approve, approved_actions
 from offsets_platform.cleanup.plans import DELETE_GROUPS, CleanupPlan, PlanError, PlannedAction, load_plan, save_plan
-from offsets_platform.lake.spark import query_arrow
+from offsets_platform.lake.spark import lazy_sql
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.models.render import render
 
@@ -46,4 +46,4 @@ def test_spark_sql_string_selects_exactly_the_group_named(spark):
     for name in NAMES:
         sql = render("m", "select `group` from sql_literal_groups where `group` = {{ var('group') | sql_string }}",
                      {"group": name}).sql
-        assert query_arrow(spark, sql)["group"].to_pylist() == [name]
+        assert lazy_sql(spark, sql).toArrow()["group"].to_pylist() == [name]

@@ -55,7 +55,7 @@ def test_an_incremental_run_reads_only_new_files_and_equals_a_full_refresh(spark
     assert again["log_offset_state"].mode == "full"
 
 
-def test_a_refresh_makes_each_view_of_the_same_files_once(spark, tmp_path, monkeypatch):
+def test_a_refresh_makes_each_view_of_a_table_version_once(spark, tmp_path, monkeypatch):
     # Models read the same sources and refs, and each view made is a round trip and an analysis
     # on a Spark Connect server. That two lakes on one session keep their own rows is checked by
     # the test above.
@@ -65,8 +65,8 @@ def test_a_refresh_makes_each_view_of_the_same_files_once(spark, tmp_path, monke
     builder.write(lake)
     views_made = []
     spark_read = Lake.spark_read
-    monkeypatch.setattr(Lake, "spark_read", lambda self, session, name, files=None:
-                        views_made.append(name) or spark_read(self, session, name, files))
+    monkeypatch.setattr(Lake, "spark_read", lambda self, session, name, version=None:
+                        views_made.append(name) or spark_read(self, session, name, version))
     runs = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None).run_all()
     sources = {table for model in default_project().models for _, table in model.sources}
     assert {run.mode for run in runs} == {"full"}

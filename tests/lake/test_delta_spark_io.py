@@ -1,0 +1,167 @@
+"""The models' table IO through Delta's own Spark reader and writer (`Lake.spark_*`), on real
+Delta tables that delta-rs also writes, and a real Spark session."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from offsets_platform.lake import Lake, TableSpec
+from offsets_platform.lake.delta import CHANGE_DATA_FEED
+
+pytestmark = pytest.mark.fast  # make test-fast
+
+AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+MODEL = TableSpec(name="latest_offsets", layer="silver", keys=("group_id", "partition_id"),
+                  description="a model's table", schema=pa.schema([
+                      pa.field("group_id", pa.string(), nullable=False),
+                      pa.field("partition_id", pa.int32(), nullable=False),
+                      pa.field("committed_offset", pa.int64()),
+                  ]))
+
+
+@pytest.fixture
+def model_lake(tmp_path) -> Lake:
+    return Lake(tmp_path / "lake", model_tables={MODEL.name: MODEL})
+
+
+def checkpoints(partitions: list[int], next_offset: int) -> pa.Table:
+    count = len(partitions)
+    return pa.table({
+        "ingest_run_id": ["r"] * count, "source_topic": ["__consumer_offsets"] * count,
+        "source_partition": pa.array(partitions, pa.int32()), "next_offset": pa.array([next_offset] * count, pa.int64()),
+        "record_count": pa.array([1] * count, pa.int64()),
+        "checkpointed_at": pa.array([AT] * count, pa.timestamp("us", tz="UTC")),
+        "skipped_records": pa.nulls(count, pa.int64()),
+    })
+
+
+def offsets(spark, rows: list[tuple]):
+    return spark.createDataFrame(rows, "group_id string, partition_id int, committed_offset long")
+
+
+def collected(frame) -> list[tuple]:
+    return sorted(tuple(row) for row in frame.collect())
+
+
+def writer_of_last_commit(lake: Lake, name: str) -> str:
+    return DeltaTable(str(lake.path(name))).history(1)[0]["engineInfo"]
+
+
+def test_spark_reads_a_pinned_version_whatever_was_written_since(lake, spark):
+    first = lake.append("offsets_topic_checkpoints", checkpoints([0, 1], 5))
+    lake.append("offsets_topic_checkpoints", checkpoints([2], 9))
+    lake.overwrite("offsets_topic_checkpoints", checkpoints([3], 11))
+    pinned = lake.spark_read(spark, "offsets_topic_checkpoints", first)
+    assert [(row.source_partition, row.next_offset) for row in pinned.orderBy("source_partition").collect()] == [
+        (0, 5), (1, 5)]
+    latest = lake.spark_read(spark, "offsets_topic_checkpoints")
+    assert [(row.source_partition, row.next_offset) for row in latest.collect()] == [(3, 11)]
+    assert latest.columns == lake.spec("offsets_topic_checkpoints").schema.names
+    # a version before the table's first reads empty, with the table's columns
+    assert lake.spark_read(spark, "offsets_topic_checkpoints", -1).count() == 0
+
+
+def test_rows_appended_since_a_version_come_from_the_change_data_feed(lake, spark):
+    first = lake.append("offsets_topic_checkpoints", checkpoints([0], 1))
+    lake.append("offsets_topic_checkpoints", checkpoints([1], 2))
+    last = lake.append("offsets_topic_checkpoints", checkpoints([2, 3], 3))
+    assert DeltaTable(str(lake.path("offsets_topic_checkpoints"))).metadata().configuration[CHANGE_DATA_FEED] == "true"
+    assert len(lake.appended_files("offsets_topic_checkpoints", first, last)) == 2
+    appended = lake.spark_read_appended(spark, "offsets_topic_checkpoints", first, last)
+    assert appended.columns == lake.spec("offsets_topic_checkpoints").schema.names
+    assert sorted((row.source_partition, row.next_offset) for row in appended.collect()) == [(1, 2), (2, 3), (3, 3)]
+    assert lake.spark_read_appended(spark, "offsets_topic_checkpoints", last, last).count() == 0
+    # every row of the table is new after the version before its first
+    assert lake.appended_files("offsets_topic_checkpoints", -1, last) is not None
+    assert lake.spark_read_appended(spark, "offsets_topic_checkpoints", -1, last).count() == 4
+
+
+def test_a_rewritten_table_has_no_appended_rows_only_a_whole_read_is_correct(lake):
+    first = lake.append("offsets_topic_checkpoints", checkpoints([0], 1))
+    lake.overwrite("offsets_topic_checkpoints", checkpoints([1], 2))
+    last = lake.append("offsets_topic_checkpoints", checkpoints([2], 3))
+    assert lake.appended_files("offsets_topic_checkpoints", first, last) is None
+    assert lake.appended_files("offsets_topic_checkpoints", first + 1, last) is not None
+
+
+def test_a_table_created_before_the_change_data_feed_gets_it_at_its_next_write(lake, spark):
+    path = str(lake.path("offsets_topic_checkpoints"))
+    schema = lake.spec("offsets_topic_checkpoints").schema
+    DeltaTable.create(path, schema=schema, configuration={"delta.checkpointInterval": "10"})
+    write_deltalake(path, checkpoints([0], 1).cast(schema), mode="append")
+    before = lake.version("offsets_topic_checkpoints")
+    last = lake.append("offsets_topic_checkpoints", checkpoints([1], 2))
+    assert DeltaTable(path).metadata().configuration[CHANGE_DATA_FEED] == "true"
+    # the appends before the feed was on are not in it: a model that read up to then runs in full
+    assert lake.appended_files("offsets_topic_checkpoints", before, last) is None
+    since = lake.version("offsets_topic_checkpoints")
+    newest = lake.append("offsets_topic_checkpoints", checkpoints([2], 3))
+    assert len(lake.appended_files("offsets_topic_checkpoints", since, newest)) == 1
+    assert collected(lake.spark_read_appended(spark, "offsets_topic_checkpoints", since, newest)
+                     .select("source_partition")) == [(2,)]
+
+
+def test_spark_overwrite_writes_through_delta_keeping_not_null_columns(model_lake, spark):
+    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("a", 0, 5), ("b", 1, None)])) == 2
+    assert writer_of_last_commit(model_lake, MODEL.name).startswith("Apache-Spark")
+    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("c", 2, 7)])) == 1
+    assert collected(model_lake.spark_read(spark, MODEL.name)) == [("c", 2, 7)]
+    table = DeltaTable(str(model_lake.path(MODEL.name)))
+    assert [(field.name, field.nullable) for field in table.schema().fields] == [
+        ("group_id", False), ("partition_id", False), ("committed_offset", True)]
+    # a model's table has no change data feed: nothing reads its appended rows
+    assert CHANGE_DATA_FEED not in table.metadata().configuration
+
+
+def test_spark_overwrite_casts_the_result_to_the_registered_types_and_order(model_lake, spark):
+    result = spark.sql("select 9 as committed_offset, 'g' as group_id, 3L as partition_id")
+    model_lake.spark_overwrite(MODEL.name, result)
+    assert model_lake.read_arrow(MODEL.name).schema == MODEL.schema
+
+
+def test_a_null_in_a_not_null_column_fails_the_write_and_changes_nothing(model_lake, spark):
+    model_lake.spark_overwrite(MODEL.name, offsets(spark, [("a", 0, 5)]))
+    version = model_lake.version(MODEL.name)
+    with pytest.raises(Exception, match="group_id"):
+        model_lake.spark_overwrite(MODEL.name, offsets(spark, [(None, 1, 6)]))
+    assert model_lake.version(MODEL.name) == version
+    assert collected(model_lake.spark_read(spark, MODEL.name)) == [("a", 0, 5)]
+
+
+def test_an_empty_result_makes_an_empty_table_that_downstream_models_can_read(model_lake, spark):
+    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [])) == 0
+    assert model_lake.exists(MODEL.name)
+    assert model_lake.spark_read(spark, MODEL.name).columns == MODEL.schema.names
+
+
+def test_spark_overwrite_replaces_a_schema_an_older_version_wrote(model_lake, spark):
+    path = str(model_lake.path(MODEL.name))
+    write_deltalake(path, pa.table({"group": ["g"], "partition": pa.array([0], pa.int32())}))
+    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("g", 0, 1)])) == 1
+    assert model_lake.read_arrow(MODEL.name).schema == MODEL.schema
+    assert collected(model_lake.spark_read(spark, MODEL.name)) == [("g", 0, 1)]
+
+
+def test_spark_merge_upserts_by_the_registered_keys(model_lake, spark):
+    assert model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 0, 1), ("a", 1, 1)])) == 2
+    assert model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 1, 9), ("b", 0, 4)])) == 2
+    assert DeltaTable(path := str(model_lake.path(MODEL.name))).history(1)[0]["operation"] == "MERGE"
+    assert writer_of_last_commit(model_lake, MODEL.name).startswith("Apache-Spark")
+    assert collected(model_lake.spark_read(spark, MODEL.name)) == [("a", 0, 1), ("a", 1, 9), ("b", 0, 4)]
+    assert sorted(DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda row: (row["group_id"],
+                                                                                    row["partition_id"])) == [
+        {"group_id": "a", "partition_id": 0, "committed_offset": 1},
+        {"group_id": "a", "partition_id": 1, "committed_offset": 9},
+        {"group_id": "b", "partition_id": 0, "committed_offset": 4}]
+
+
+def test_a_lake_whose_path_holds_a_backtick_or_a_quote_merges_into_its_own_table(tmp_path, spark):
+    # the table's path is quoted into MERGE INTO delta.`<path>`: a backtick must not end it early
+    lake = Lake(tmp_path / "it's a `lake`", model_tables={MODEL.name: MODEL})
+    lake.spark_merge(MODEL.name, offsets(spark, [("a", 0, 1)]))
+    lake.spark_merge(MODEL.name, offsets(spark, [("a", 0, 2)]))
+    assert collected(lake.spark_read(spark, MODEL.name)) == [("a", 0, 2)]
