@@ -69,8 +69,8 @@ bench: $(INSTALLED) $(BENCH_INSTALLED)  ## the embedded broker's start and memor
 	$(BIN)/python benchmarks/broker_bench.py
 	$(BIN)/python benchmarks/ingest_bench.py
 
-bench-models: $(INSTALLED) $(BENCH_INSTALLED)  ## full and incremental model refresh time and memory over 10M records (writes benchmarks/results/)
-	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python benchmarks/models_bench.py
+bench-models: $(INSTALLED) $(BENCH_INSTALLED)  ## full and incremental model refresh time and memory over 10M records; AGAINST=<commit> times that commit's code side by side (writes benchmarks/results/)
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python benchmarks/models_bench.py $(if $(AGAINST),--against $(AGAINST))
 
 fault-trials: $(INSTALLED)  ## ingest and refreshes killed, the broker down, killed, frozen and restarted, every run twice at once (about 20 minutes; docs/fault-trials.md)
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m proving_ground.fault_trials

@@ -30,29 +30,24 @@ DEFAULT_CONNECT_PORT = 15002  # Spark Connect's own default
 # Settings of a session, which a Spark Connect client sets on its server-side session too. Spark
 # writes timezone-less timestamps unless told to write TIMESTAMP_MICROS (docs/design.md, "Known
 # traps").
-# The discovery threshold: Spark lists more than 32 paths with a Spark job whose every task
-# deserialises the whole Hadoop configuration, and bronze tables hold one file per ingest batch,
-# so that listing took about a fifth of a warm incremental refresh's CPU. Listing a few thousand
-# known files on the driver is quick.
 _SESSION_CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
     # Delta rebuilds a table version's state (its file list) with this many tasks; its default of
     # 50 made every versioned read of a small table run 50 tasks.
     "spark.databricks.delta.snapshotPartitions": "1",
-    # Delta's data skipping parses every file's statistics to prune the files a query reads: a
-    # Spark job per table a query reads. The models read whole tables, and the lake's tables hold
-    # few files (one per ingest batch in bronze), so it pruned nothing; nor do the writes collect
-    # the statistics it would use.
+    # Delta's data skipping parses every file's statistics to prune the files a query reads,
+    # which made each scan's file listing a heavier job. The models read whole tables, so it
+    # pruned nothing; nor do the writes collect the statistics it would use.
     "spark.databricks.delta.stats.skipping": "false",
     "spark.databricks.delta.stats.collect": "false",
 }
 
 # Settings of the JVM, fixed when it starts: set only when this process starts it (local mode,
-# or the Connect server below): a driver heap above the 1 GB default, which dies on toArrow() of a
-# few million rows, and the loopback address (docs/design.md, "Known traps").
+# or the Connect server below): a driver heap above the 1 GB default, as in local mode the driver
+# also runs every task of the models' joins over millions of records, and the loopback address
+# (docs/design.md, "Known traps").
 # TieredStopAtLevel=1 keeps the JVM's just-in-time compilation to its quick first tier: a refresh
 # runs many short queries in a fresh JVM, where the optimising tier costs more CPU than it saves
 # (benchmarks/models_bench.py: the incremental refresh takes a third less, the full one the same).

@@ -115,12 +115,18 @@ class DeltaSpark:
         self.spark.sql(f"OPTIMIZE delta.`{self.path}`")
 
     def vacuum(self):
-        # the test removes every file no longer in the latest version, as delta-rs's vacuum above
-        self.spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+        # The test removes every file no longer in the latest version, as delta-rs's vacuum above.
+        # VACUUM lists the table's folder in as many Spark tasks as the partition-discovery
+        # parallelism says (10,000 by default): 45 s for a table of a few files on two cores.
+        settings = {"spark.databricks.delta.retentionDurationCheck.enabled": "false",
+                    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2"}
+        for key, value in settings.items():
+            self.spark.conf.set(key, value)
         try:
             self.spark.sql(f"VACUUM delta.`{self.path}` RETAIN 0 HOURS")
         finally:
-            self.spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+            for key in settings:
+                self.spark.conf.unset(key)
 
 
 def assert_both_read(spark, path, expected: dict[int, dict], step: str) -> None:
