@@ -10,7 +10,8 @@ not counted):
 - overwrite: `DataFrame.write.format("delta").mode("overwrite")` / `write_deltalake(mode="overwrite")`
 - merge on the key: `MERGE INTO` / `DeltaTable.merge(...)`, every row matched
 - read at a pinned version and count: `format("delta").option("versionAsOf", v)` /
-  the runner's way (the version's active files from delta-rs, read as Parquet by Spark)
+  how the runner read before it used delta-spark (the version's active files from delta-rs,
+  read as Parquet by Spark)
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/delta_writers_bench.py [--rows 1000] [--repeats 9]
 
