@@ -6,11 +6,9 @@
 -- - from the log: every offset commit record at its commit time (the record's own time when the
 --   commit time is outside the years 1-9999), at most one per partition and interval of
 --   consumer_status_min_distance_seconds (the latest commit in it), as Burrow's min-distance
---   keeps a consumer that commits every few seconds from filling the window within a minute
---   (intervals of whole minutes, the default, are read from offset_commit_minutes, which an
---   incremental run keeps up with the log);
--- - from snapshots, only for partitions the log holds no such commit of: each value of the
---   committed offset at the first snapshot that saw it (the commit time's upper bound).
+--   keeps a consumer that commits every few seconds from filling the window within a minute;
+-- - from snapshots, only for partitions the log holds no commit of: each value of the committed
+--   offset at the first snapshot that saw it (the commit time's upper bound).
 -- The log end offset at an observation's time is interpolated linearly between the snapshot
 -- before it and the one after it (the rate the log grew at between them, as consumer_lag
 -- estimates write times); after the latest snapshot it is that snapshot's, the latest one known
@@ -70,6 +68,18 @@ abandoned as (
     where is_abandoned
 ),
 
+log_commits as (
+    select
+        r.group_id,
+        r.topic,
+        r.partition_id,
+        r.committed_offset,
+        coalesce(unix_millis(r.committed_at), unix_millis(r.appended_at)) as at_ms,
+        r.source_offset
+    from {{ ref('stg_kafka__offset_commits') }} as r
+    where not r.is_tombstone
+),
+
 log_observations as (
     select
         group_id,
@@ -79,31 +89,7 @@ log_observations as (
         max_by(at_ms, source_offset) as at_ms,
         max(source_offset) as seq,
         'log' as source
-    from (
-        {% if min_distance_ms > 0 and min_distance_ms % 60000 == 0 %}
-            -- intervals of whole minutes of the epoch: an interval's latest commit is the latest
-            -- of its minutes' latest commits, far fewer rows than the log's commits
-            select
-                group_id,
-                topic,
-                partition_id,
-                committed_offset,
-                source_offset,
-                observed_at_ms as at_ms
-            from {{ ref('offset_commit_minutes') }}
-        {% else %}
-            -- any other interval, or none (every commit an observation): the log's commits
-            select
-                group_id,
-                topic,
-                partition_id,
-                committed_offset,
-                source_offset,
-                coalesce(unix_millis(committed_at), unix_millis(appended_at)) as at_ms
-            from {{ ref('stg_kafka__offset_commits') }}
-            where not is_tombstone
-        {% endif %}
-    ) as commits
+    from log_commits
     where at_ms is not null
     group by
         group_id, topic, partition_id,
@@ -146,7 +132,7 @@ snapshot_observations as (
         group_id,
         topic,
         partition_id
-    from log_observations) as l
+    from log_commits) as l
         on v.group_id = l.group_id and v.topic = l.topic and v.partition_id = l.partition_id
     where v.previous_value is null or v.previous_value <> v.committed_offset
 ),

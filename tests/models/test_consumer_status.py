@@ -28,7 +28,7 @@ AS_OF = at(days=1)
 # consumer_status and what it reads; the other models are not needed here and cost minutes
 MODELS = ["log_offset_state", "snapshot_offsets", "committed_offsets", "consumer_lag", "group_state_history",
           "group_state", "group_members", "group_subscriptions", "offsets_retention", "expirable_offsets",
-          "offset_commit_minutes", "consumer_status"]
+          "consumer_status"]
 
 
 @dataclass
@@ -137,15 +137,9 @@ def _bronze() -> BronzeBuilder:
 
 
 def _statuses(spark, lake, **variables) -> dict[tuple[str, int], dict]:
-    return _statuses_and_runs(spark, lake, **variables)[0]
-
-
-def _statuses_and_runs(spark, lake, **variables) -> tuple[dict[tuple[str, int], dict], dict[str, str]]:
-    """consumer_status's rows by (group, partition), and the mode each model ran in."""
-    runs = ModelRunner(spark, lake, variables={"as_of": AS_OF.strftime("%Y-%m-%d %H:%M:%S"), **variables},
-                       emit=lambda line: None).run_all(select=MODELS)
-    return ({(r["group_id"], r["partition_id"]): r for r in lake.read_arrow("consumer_status").to_pylist()},
-            {run.model: run.mode for run in runs})
+    ModelRunner(spark, lake, variables={"as_of": AS_OF.strftime("%Y-%m-%d %H:%M:%S"), **variables},
+                emit=lambda line: None).run_all(select=MODELS)
+    return {(r["group_id"], r["partition_id"]): r for r in lake.read_arrow("consumer_status").to_pylist()}
 
 
 @pytest.fixture(scope="module")
@@ -278,4 +272,3 @@ def test_the_models_own_checks_pass_on_these_rows(spark, rows, module_lake):
     lake = module_lake.with_model_tables({model.name: model.table_spec()})
     result = validate(lake.spark_read(spark, model.name), model.name, specs_for_model(model))
     assert result.passed, result.summary()
-
