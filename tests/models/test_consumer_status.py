@@ -28,7 +28,7 @@ AS_OF = at(days=1)
 # consumer_status and what it reads; the other models are not needed here and cost minutes
 MODELS = ["log_offset_state", "snapshot_offsets", "committed_offsets", "consumer_lag", "group_state_history",
           "group_state", "group_members", "group_subscriptions", "offsets_retention", "expirable_offsets",
-          "consumer_status"]
+          "consumer_observations", "consumer_status"]
 
 
 @dataclass
@@ -264,11 +264,12 @@ def test_every_partition_with_lag_known_has_a_status(rows, module_lake):
 
 
 def test_the_models_own_checks_pass_on_these_rows(spark, rows, module_lake):
-    # the Great Expectations checks the Dagster asset runs (gold.yml's tests), on real output
+    # the Great Expectations checks the Dagster assets run (gold.yml's tests), on real output
     from offsets_platform.models import default_project
     from offsets_platform.quality import specs_for_model, validate
 
-    model = default_project().model("consumer_status")
-    lake = module_lake.with_model_tables({model.name: model.table_spec()})
-    result = validate(lake.spark_read(spark, model.name), model.name, specs_for_model(model))
-    assert result.passed, result.summary()
+    for name in ("consumer_observations", "consumer_status"):
+        model = default_project().model(name)
+        lake = module_lake.with_model_tables({model.name: model.table_spec()})
+        result = validate(lake.spark_read(spark, model.name), model.name, specs_for_model(model))
+        assert result.passed, result.summary()

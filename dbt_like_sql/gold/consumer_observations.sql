@@ -1,0 +1,129 @@
+-- The window consumer_status judges: the latest consumer_status_window observations of the
+-- committed offset of every group, topic and partition whose lag now is known (consumer_lag's
+-- rows).
+-- An observation is a committed offset at a time:
+-- - from the log: every offset commit record at its commit time (the record's own time when the
+--   commit time is outside the years 1-9999), at most one per partition and interval of
+--   consumer_status_min_distance_seconds (the latest commit in it), as Burrow's min-distance
+--   keeps a consumer that commits every few seconds from filling the window within a minute;
+-- - from snapshots, only for partitions the log holds no commit of: each value of the committed
+--   offset at the first snapshot that saw it (the commit time's upper bound).
+-- A model of its own so that the log is read once per refresh: consumer_status uses the window
+-- in three places, and Spark computes a subquery used in three places three times (six scans of
+-- every commit in the log, where this model makes two).
+{% set window_size = var('consumer_status_window') | int %}
+{% set min_distance_ms = (var('consumer_status_min_distance_seconds') | int) * 1000 %}
+with clock as (
+    select unix_millis(timestamp {{ var("as_of") | sql_string }}) as now_ms
+),
+
+judged as (
+    -- the partitions with a committed offset now and a known log end: consumer_status's rows
+    select
+        group_id,
+        topic,
+        partition_id
+    from {{ ref('consumer_lag') }}
+),
+
+log_commits as (
+    select
+        r.group_id,
+        r.topic,
+        r.partition_id,
+        r.committed_offset,
+        coalesce(unix_millis(r.committed_at), unix_millis(r.appended_at)) as at_ms,
+        r.source_offset
+    from {{ ref('stg_kafka__offset_commits') }} as r
+    where not r.is_tombstone
+),
+
+log_observations as (
+    select
+        group_id,
+        topic,
+        partition_id,
+        max_by(committed_offset, source_offset) as committed_offset,
+        max_by(at_ms, source_offset) as at_ms,
+        max(source_offset) as seq,
+        'log' as source
+    from log_commits
+    where at_ms is not null
+    group by
+        group_id, topic, partition_id,
+        {% if min_distance_ms > 0 %}floor(at_ms / {{ min_distance_ms }}){% else %}source_offset{% endif %}
+),
+
+snapshots as (
+    select
+        snapshot_id,
+        unix_millis(snapshot_at) as at_ms
+    from {{ ref('stg_snapshots__complete_snapshots') }}
+),
+
+snapshot_values as (
+    select
+        o.group_id,
+        o.topic,
+        o.partition_id,
+        o.committed_offset,
+        s.at_ms,
+        lag(o.committed_offset) over (
+            partition by o.group_id, o.topic, o.partition_id
+            order by s.at_ms
+        ) as previous_value
+    from {{ ref('stg_snapshots__committed_offsets') }} as o
+    inner join snapshots as s on o.snapshot_id = s.snapshot_id
+),
+
+snapshot_observations as (
+    select
+        v.group_id,
+        v.topic,
+        v.partition_id,
+        v.committed_offset,
+        v.at_ms,
+        cast(0 as bigint) as seq,
+        'snapshot' as source
+    from snapshot_values as v
+    left anti join (select distinct
+        group_id,
+        topic,
+        partition_id
+    from log_commits) as l
+        on v.group_id = l.group_id and v.topic = l.topic and v.partition_id = l.partition_id
+    where v.previous_value is null or v.previous_value <> v.committed_offset
+),
+
+numbered as (
+    select
+        o.*,
+        row_number() over (
+            partition by o.group_id, o.topic, o.partition_id
+            order by o.at_ms desc, o.seq desc
+        ) as from_last
+    from (
+        select * from log_observations
+        union all
+        select * from snapshot_observations
+    ) as o
+    left semi join judged as j
+        on o.group_id = j.group_id and o.topic = j.topic and o.partition_id = j.partition_id
+    where o.at_ms <= (select now_ms from clock)
+),
+
+observation_window as (
+    select * from numbered
+    where from_last <= {{ window_size }}
+)
+
+select
+    group_id,
+    topic,
+    partition_id,
+    cast(from_last as int) as rank_from_latest,
+    committed_offset,
+    at_ms as observed_at_ms,
+    timestamp_millis(at_ms) as observed_at,
+    source as observed_from
+from observation_window
