@@ -8,7 +8,7 @@
 --   keeps a consumer that commits every few seconds from filling the window within a minute;
 -- - from snapshots, only for partitions the log holds no commit of: each value of the committed
 --   offset at the first snapshot that saw it (the commit time's upper bound).
--- A model of its own so that the log is read once per refresh: consumer_status uses the window
+-- A model of its own so that the window is computed once per refresh: consumer_status uses it
 -- in three places, and Spark computes a subquery used in three places three times (six scans of
 -- every commit in the log, where this model makes two).
 {% set window_size = var('consumer_status_window') | int %}

@@ -4,13 +4,13 @@
 --
 -- The window is consumer_observations: the latest observations of each partition's committed
 -- offset (from its commits in the log, else from snapshots). The log end offset at an
--- observation's time is interpolated linearly between the snapshot
--- before it and the one after it (the rate the log grew at between them, as consumer_lag
--- estimates write times); after the latest snapshot it is that snapshot's, the latest one known
--- (as Burrow takes the latest it fetched); before the first snapshot it is unknown, and so is
--- the lag. Nearest-snapshot joins were the alternative: taking the one before makes every commit
--- past it look caught up (lag 0, so OK) when snapshots are minutes apart, taking the one after
--- counts messages written after the commit as lag.
+-- observation's time is interpolated linearly between the snapshot before it and the one after
+-- it (the rate the log grew at between them, as consumer_lag estimates write times); after the
+-- latest snapshot it is that snapshot's, the latest one known (as Burrow takes the latest it
+-- fetched); before the first snapshot it is unknown, and so is the lag. Nearest-snapshot joins
+-- were the alternative: taking the one before makes every commit past it look caught up (lag 0,
+-- so OK) when snapshots are minutes apart, taking the one after counts messages written after
+-- the commit as lag.
 --
 -- The rules, in order (the first that holds decides; the column rule names it):
 --   caught_up             lag now (consumer_lag) is 0: OK, whatever the window says. A quiet
