@@ -40,9 +40,16 @@ def stop_child(process: subprocess.Popen | None, grace_s: float) -> None:
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: receive SIGTERM when the parent dies (Linux prctl
-    PR_SET_PDEATHSIG), so a killed demo or test run leaves no server behind."""
+    """In the child, before exec: take SIGTERM as a process normally does, and receive it when the
+    parent dies (Linux prctl PR_SET_PDEATHSIG), so a killed demo or test run leaves no server
+    behind. A signal the parent ignores stays ignored across exec: Dagster gives SIGTERM the
+    handler SIGINT has, and a shell starts a background job with SIGINT ignored, so a Dagster
+    process started in the background ignores SIGTERM, and its servers would outlive it and
+    shrug off stop_child()'s SIGTERM too."""
     try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.signal.argtypes, libc.signal.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
+        libc.signal(signal.SIGTERM, None)  # SIG_DFL
+        libc.prctl(1, signal.SIGTERM)
     except (OSError, AttributeError):  # not Linux: stop_child() and the callers' cleanup remain
         pass

@@ -132,8 +132,11 @@ def test_reader_on_a_down_broker_fails_with_the_address(tmp_path):
 
 
 def test_a_broker_whose_starter_is_killed_stops_too(tmp_path):
-    # SIGKILL leaves the starting process no chance to clean up; the broker must still go.
-    script = ("import sys, time\n"
+    # SIGKILL leaves the starting process no chance to clean up; the broker must still go. The
+    # starter ignores SIGTERM, as a Dagster process started in the background does (Dagster
+    # gives SIGTERM SIGINT's handler, which a background job ignores): the broker must not.
+    script = ("import signal, sys, time\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
               "from offsets_platform.broker.embedded import EmbeddedBroker\n"
               f"broker = EmbeddedBroker({str(tmp_path / 'b')!r}).start()\n"
               "print(broker.pid, flush=True)\n"
