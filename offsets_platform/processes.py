@@ -45,7 +45,7 @@ def _die_with_parent() -> None:
     behind. A signal the parent ignores stays ignored across exec: Dagster gives SIGTERM the
     handler SIGINT has, and a shell starts a background job with SIGINT ignored, so a Dagster
     process started in the background ignores SIGTERM, and its servers would outlive it and
-    shrug off stop_child()'s SIGTERM too."""
+    ignore stop_child()'s SIGTERM too."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.signal.argtypes, libc.signal.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
