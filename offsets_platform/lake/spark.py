@@ -55,11 +55,16 @@ _SESSION_CONF = {
 # two refreshes in one process (the JVM then stops compiling): hence the larger cache.
 # Spark keeps the classes it generates for 100 plans by default; one refresh compiles more than
 # that, so a long-lived JVM compiled most of them again on every refresh.
+# The JVM's own time zone is UTC, like the sessions': where the machine's is another, Delta
+# rebuilds a table's whole file list after every commit to check the list it kept in the
+# version's checksum (Snapshot.allFilesInCrcVerificationForceEnabled, Delta 4.4), one more Spark
+# job per model written. The models' timestamps follow the session's zone, not the JVM's.
 _JVM_CONF = {
     "spark.driver.memory": "6g",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m",
+    "spark.driver.extraJavaOptions": ("-Dlog4j2.level=ERROR -Duser.timezone=UTC -XX:TieredStopAtLevel=1 "
+                                      "-XX:ReservedCodeCacheSize=256m"),
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -25,3 +27,35 @@ def test_the_session_runs_with_them(spark):
     # the tests' session is local[2]
     assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+
+
+# Counts the Spark jobs of three overwrites of a small Delta table, in a process of its own: the
+# JVM's time zone is fixed when it starts, from the machine's (TZ) unless the session sets it.
+_JOBS_PER_COMMIT = """
+import sys
+from offsets_platform.lake.spark import get_spark
+spark = get_spark(master="local[1]")
+path = sys.argv[1]
+spark.range(3).write.format("delta").save(path)
+spark.sparkContext.setJobGroup("overwrites", "three overwrites")
+for _ in range(3):
+    spark.range(3).write.format("delta").mode("overwrite").save(path)
+print(spark._jvm.java.util.TimeZone.getDefault().getID(),
+      len(spark.sparkContext.statusTracker().getJobIdsForGroup("overwrites")))
+spark.stop()
+"""
+
+
+def test_a_machine_in_another_time_zone_costs_delta_no_more_jobs_per_commit(tmp_path):
+    """Delta checks the file list it keeps in each version's checksum by rebuilding it, one more
+    Spark job after every commit, when the JVM's time zone is not UTC. The sessions run their JVM
+    in UTC, so a laptop in Kolkata refreshes as a server in UTC does."""
+    outputs = {}
+    for zone in ("UTC", "Asia/Kolkata"):
+        env = {**os.environ, "TZ": zone, "SPARK_LOCAL_IP": "127.0.0.1"}
+        result = subprocess.run([sys.executable, "-c", _JOBS_PER_COMMIT, str(tmp_path / zone.replace("/", "-"))],
+                                capture_output=True, text=True, env=env, timeout=600)
+        assert result.returncode == 0, result.stderr[-3000:]
+        outputs[zone] = result.stdout.split()
+    assert outputs["Asia/Kolkata"] == outputs["UTC"]
+    assert outputs["UTC"][0] == "UTC"
