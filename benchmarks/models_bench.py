@@ -80,6 +80,17 @@ class Tree:
         return subprocess.Popen([sys.executable, *args], cwd=self.root, env=self.env, **kwargs)
 
 
+def _shares_parents_memory(process: psutil.Process) -> bool:
+    """Whether `process` is a JVM's child between its spawn and its exec: Java starts a program
+    (Hadoop's local file system runs `readlink` for Delta's log files) with a child that shares
+    the JVM's memory until it execs, so its RSS is the JVM's, and counting it doubled the peak."""
+    try:
+        parent = process.parent()
+        return parent is not None and process.cmdline() == parent.cmdline()
+    except psutil.Error:
+        return False
+
+
 def child(lake_root: str, mode: str, remote: str) -> None:
     """Run in a fresh process: one refresh of every model (`full` or `incremental`), on a local
     Spark or, when `remote` is not "-", through that Spark Connect server; print timings as JSON."""
@@ -151,7 +162,8 @@ class PeakRss(threading.Thread):
         rss = {}
         for process in processes:
             try:
-                rss[process.pid] = process.memory_info().rss / 2**20
+                if not _shares_parents_memory(process):
+                    rss[process.pid] = process.memory_info().rss / 2**20
                 self.cpu_s[process.pid] = sum(process.cpu_times()[:2])
                 self.cpu_start_s.setdefault(process.pid, 0.0)  # started during the refresh
             except psutil.NoSuchProcess:  # a child that just ended
