@@ -7,8 +7,14 @@
 -- run sorts the records of the partitions that ever had a tombstone. An incremental run looks
 -- among the new records and, before them, at log_offset_state as this model saw it last time:
 -- the latest record of every partition before the new files.
--- KIP-848 groups' subscriptions at that moment are not reconstructed: their offsets count as
--- candidates with base time = commit time.
+-- The group record in force at the tombstone is the group's latest record that says which kind of
+-- group it is: a classic group record or the group metadata record of a KIP-848, share or streams
+-- group, tombstones included. Kafka converts a group between the classic and the KIP-848 protocol
+-- by tombstoning the old kind's records and writing the new kind's (GroupMetadataManager
+-- convertToConsumerGroup, convertToClassicGroup, maybeDeleteEmptyConsumerGroup), so a group that
+-- went back to classic is judged by the classic rules again. KIP-848, share and streams groups'
+-- subscriptions at that moment are not reconstructed: their offsets count as candidates with base
+-- time = commit time (ModernGroup's offsetExpirationCondition).
 -- Times are carried in Kafka's epoch milliseconds too (*_ms), which hold what the timestamps cannot
 -- (outside the years 1-9999), so coordinator_metrics judges with the values Kafka judged with.
 with new_records as (
@@ -97,17 +103,41 @@ tombstones as (
     where is_tombstone and not known_before
 ),
 
+group_records as (
+    -- the records that say which kind of group a group is: classic group records first
+    select
+        group_id,
+        source_offset,
+        named_struct(
+            'is_modern', false, 'is_tombstone', is_tombstone, 'count_members', count_members,
+            'protocol_type', protocol_type,
+            'current_state_at_ms', current_state_at_ms,
+            'source_partition', source_partition, 'source_offset', source_offset
+        ) as group_record
+    from {{ ref('stg_kafka__group_metadata') }}
+    union all
+    -- the group metadata record (the group epoch) of a KIP-848, share or streams group: Kafka
+    -- writes it when the group is created and tombstones it last when the group is deleted or
+    -- converted; member records come and go within the group
+    select
+        group_id,
+        source_offset,
+        named_struct(
+            'is_modern', true, 'is_tombstone', is_tombstone, 'count_members', cast(null as int),
+            'protocol_type', cast(null as string),
+            'current_state_at_ms', cast(null as bigint),
+            'source_partition', source_partition, 'source_offset', source_offset
+        )
+    from {{ ref('stg_kafka__consumer_groups') }}
+    where record_type in ('consumer_group_metadata', 'share_group_metadata', 'streams_group_metadata')
+),
+
 stream as (
     -- tombstones interleaved with the group's records, to find the group record in force
     select
         group_id,
         source_offset,
-        named_struct(
-            'is_tombstone', is_tombstone, 'count_members', count_members,
-            'protocol_type', protocol_type,
-            'current_state_at_ms', current_state_at_ms,
-            'source_partition', source_partition, 'source_offset', source_offset
-        ) as group_record,
+        group_record,
         cast(null as string) as topic,
         cast(null as int) as partition_id,
         cast(null as timestamp) as removed_at,
@@ -117,7 +147,7 @@ stream as (
         cast(null as timestamp) as legacy_expires_at,
         cast(null as bigint) as committed_at_ms,
         cast(null as bigint) as legacy_expires_at_ms
-    from {{ ref('stg_kafka__group_metadata') }}
+    from group_records
     union all
     select
         group_id,
@@ -163,15 +193,6 @@ subscriptions_then as (
     )
 ),
 
-kip848_since as (
-    -- the group's first KIP-848 record: from then on it is a KIP-848 group
-    select
-        group_id,
-        min(source_offset) as first_offset
-    from {{ ref('stg_kafka__consumer_groups') }}
-    group by group_id
-),
-
 judged as (
     select
         t.group_id,
@@ -187,16 +208,15 @@ judged as (
         t.legacy_expires_at_ms,
         case
             when not t.is_offset_removed then null
-            when k.group_id is not null then t.committed_at_ms
+            -- no group, a deleted one, a KIP-848, share or streams group, or a standalone one
             when
-                t.group_then is null or t.group_then.is_tombstone
+                t.group_then is null or t.group_then.is_tombstone or t.group_then.is_modern
                 or coalesce(t.group_then.protocol_type, '') = '' then t.committed_at_ms
             when t.group_then.count_members = 0
                 then coalesce(t.group_then.current_state_at_ms, t.committed_at_ms)
             when t.group_then.protocol_type = 'consumer' and s.topic is null then t.committed_at_ms
         end as base_at_ms
     from tombstones_in_context as t
-    left join kip848_since as k on t.group_id = k.group_id and t.source_offset > k.first_offset
     left join subscriptions_then as s
         on
             t.group_then.source_partition = s.source_partition and t.group_then.source_offset = s.source_offset

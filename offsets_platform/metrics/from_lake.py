@@ -40,14 +40,16 @@ _COORDINATOR = [
      "Offset commit records in the log, committed transactions only (KIP-496 offset-commit; "
      "model coordinator_metrics)."),
     ("offset_expirations",
-     "Offset tombstones of offsets Kafka's expiration rules had made expire by then (KIP-496 "
-     "offset-expiration; model coordinator_metrics)."),
+     "Offsets expired: tombstones of offsets Kafka's expiration rules had made expire by then (KIP-496 "
+     "offset-expiration, which also adds, per group a cleanup cycle visits, the records written before it; "
+     "model coordinator_metrics)."),
     ("offset_deletions",
-     "Other offset tombstones (OffsetDelete, DeleteGroups, deleted topics) and audited OffsetDeletes "
+     "Offset tombstones of the project's OffsetDeletes, its audited OffsetDeletes of an offset, and the other "
+     "tombstones of offsets not expired, DeleteGroups and deleted topics not sent by the project included "
      "(KIP-496 offset-deletion, which counts OffsetDelete only; model coordinator_metrics)."),
     ("group_completed_rebalances",
-     "Completed rebalances of classic groups: group records with members in a new generation "
-     "(KIP-496 group-completed-rebalance; model coordinator_metrics)."),
+     "Completed rebalances of classic groups: group records with members in a new generation, not a "
+     "downgrade from KIP-848 (KIP-496 group-completed-rebalance; model coordinator_metrics)."),
 ]
 
 

@@ -2,10 +2,18 @@
 Kafka's JmxTool) around a scripted sequence of commits, rebalances, an OffsetDelete, a
 DeleteGroups and expirations, against what the models count from the log.
 
-The one documented difference: Kafka's offset-deletion meter counts OffsetDelete only, while the
-log cannot tell a DeleteGroups' (or a deleted topic's) tombstones from an OffsetDelete's, so the
-model counts those too (dbt_like_sql/gold/gold.yml; docs/kafka-semantics.md, "Coordinator metrics
-(KIP-496)").
+Every group lives in the one partition of `__consumer_offsets`, so the coordinator's cleanup cycles
+see them together. The two documented differences (dbt_like_sql/gold/gold.yml;
+docs/kafka-semantics.md, "Coordinator metrics (KIP-496)"):
+
+- Kafka's offset-expiration meter adds, for each group a cleanup cycle visits, every record the
+  cycle has written so far (OffsetMetadataManager.cleanupExpiredOffsets, KAFKA-18980), while the
+  model counts the offsets that expired. A transaction holds both expiring groups' offsets (Kafka
+  expires no offset with a pending transactional commit) until both have expired, so one cycle
+  expires both groups, whichever it visits first.
+- Kafka's offset-deletion meter counts OffsetDelete only, while the log cannot tell a
+  DeleteGroups' (or a deleted topic's) tombstones from an OffsetDelete's, so the model counts
+  those too.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import time
 from datetime import datetime, timezone
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from offsets_platform.cleanup.kafka_calls import delete_groups, delete_offsets
@@ -67,31 +75,41 @@ def commit(consumer: Consumer, offsets: dict[int, int]) -> None:
     consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in offsets.items()], asynchronous=False)
 
 
+def wait_for_expirations(jmx_url: str, before: dict[str, float], timeout_s: float = 60.0) -> None:
+    """Until the offset-expiration meter moves: the first cleanup cycle after the transaction."""
+    deadline = time.monotonic() + timeout_s
+    while coordinator_meters(jmx_url)["offset-expiration-count"] == before["offset-expiration-count"]:
+        assert time.monotonic() < deadline, f"no offset expired within {timeout_s} s"
+        time.sleep(1)
+
+
 @pytest.fixture(scope="module")
 def judged(spark, tmp_path_factory):
     folder = tmp_path_factory.mktemp("meters")
-    overrides = {"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "1000"}
+    overrides = {"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "1000",
+                 "offsets.topic.num.partitions": "1"}
     with EmbeddedBroker(folder / "broker", overrides=overrides, jmx_port=free_loopback_port()) as broker:
         bootstrap = broker.bootstrap_servers
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(TOPIC, 3, 1)])[TOPIC].result(30)
+        admin.create_topics([NewTopic(TOPIC, 4, 1)])[TOPIC].result(30)
         before = coordinator_meters(broker.jmx_url)
 
-        # A classic group: one member (a rebalance), a second joins (another), the second leaves
-        # (a third), then the first leaves too: Empty, and its offsets expire a minute later.
-        first = member(bootstrap, "meters-classic")
-        poll_until(lambda: len(first.assignment()) == 3, [first], "the first member's assignment")
-        commit(first, {0: 1, 1: 1})
-        second = member(bootstrap, "meters-classic")
-        poll_until(lambda: first.assignment() and second.assignment(), [first, second], "both members' assignment")
-        commit(first, {0: 2, 1: 2, 2: 2})  # a classic member may commit any partition
-        second.close()
-        poll_until(lambda: len(first.assignment()) == 3, [first], "the rebalance after the second left")
-        first.close()
+        # The hold: a transaction with an offset of partitions 0-2 for the two groups whose
+        # offsets expire, open until the end (ClassicGroup.validateOffsetCommit accepts a
+        # transactional commit without a member id or generation, whether the group has members).
+        hold = Producer({"bootstrap.servers": bootstrap, "transactional.id": "meters-hold",
+                         "transaction.timeout.ms": 300_000})
+        hold.init_transactions(30)
+        hold.begin_transaction()
+        for group in ("meters-standalone", "meters-classic"):
+            outsider = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+            hold.send_offsets_to_transaction([TopicPartition(TOPIC, p, 0) for p in range(3)],
+                                             outsider.consumer_group_metadata(), 30)
+            outsider.close()
 
         standalone = Consumer({"bootstrap.servers": bootstrap, "group.id": "meters-standalone",
                                "enable.auto.commit": False})
-        commit(standalone, {0: 5, 1: 5, 2: 5})
+        commit(standalone, {0: 5, 1: 5, 2: 5, 3: 5})
         deleted_group = Consumer({"bootstrap.servers": bootstrap, "group.id": "meters-deleted",
                                   "enable.auto.commit": False})
         commit(deleted_group, {0: 7, 1: 7})
@@ -100,11 +118,28 @@ def judged(spark, tmp_path_factory):
         # OffsetDelete of one offset, and DeleteGroups of a group with two offsets
         connection = KafkaConnection(bootstrap_servers=bootstrap)
         with open_admin(connection, 15, 15) as project_admin:
-            assert [o.error for o in delete_offsets(project_admin, "meters-standalone", [(TOPIC, 2)])] == [None]
+            assert [o.error for o in delete_offsets(project_admin, "meters-standalone", [(TOPIC, 3)])] == [None]
             assert [o.error for o in delete_groups(project_admin, ["meters-deleted"])] == [None]
 
-        # the classic group's offsets and the standalone group's two left expire after a minute
-        time.sleep(75)
+        # A classic group: one member (a rebalance), a second joins (another), the second leaves
+        # (a third), then the first leaves too: Empty, and its offsets could expire a minute later.
+        first = member(bootstrap, "meters-classic")
+        poll_until(lambda: len(first.assignment()) == 4, [first], "the first member's assignment")
+        commit(first, {0: 1, 1: 1})
+        second = member(bootstrap, "meters-classic")
+        poll_until(lambda: first.assignment() and second.assignment(), [first, second], "both members' assignment")
+        commit(first, {0: 2, 1: 2, 2: 2})  # a classic member may commit any partition
+        second.close()
+        poll_until(lambda: len(first.assignment()) == 4, [first], "the rebalance after the second left")
+        first.close()
+        empty_since = time.monotonic()
+
+        # A minute after the classic group went Empty, both groups' three offsets have expired by
+        # the rules; ending the transaction then lets the next cleanup cycle expire them all at
+        # once (the later plain commits stay the offsets, OffsetMetadataManager.replayEndTransactionMarker).
+        time.sleep(max(0.0, empty_since + 62 - time.monotonic()))
+        hold.commit_transaction(30)
+        wait_for_expirations(broker.jmx_url, before)
         after = coordinator_meters(broker.jmx_url)
         lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
@@ -115,11 +150,19 @@ def judged(spark, tmp_path_factory):
         yield {meter: after[meter] - before[meter] for meter in METERS}, modelled
 
 
-def test_commits_expirations_and_completed_rebalances_equal_kafkas_meters(judged):
+def test_commits_and_completed_rebalances_equal_kafkas_meters(judged):
     kafka, modelled = judged
-    assert kafka["offset-commit-count"] == modelled["count_offset_commits"] == 2 + 3 + 3 + 2
-    assert kafka["offset-expiration-count"] == modelled["count_offset_expirations"] == 3 + 2
+    # transactional: 3 + 3; standalone, deleted, classic: 4 + 2 + 2 + 3
+    assert kafka["offset-commit-count"] == modelled["count_offset_commits"] == 3 + 3 + 4 + 2 + 2 + 3
     assert kafka["group-completed-rebalance-count"] == modelled["count_group_completed_rebalances"] == 3
+
+
+def test_expirations_differ_by_the_records_the_cycle_wrote_before_each_group(judged):
+    kafka, modelled = judged
+    assert modelled["count_offset_expirations"] == 3 + 3, "the offsets that expired"
+    # one cleanup cycle: the group it visits first adds its 3 tombstones; the second adds its own 3
+    # and the 4 records already in the list, the first group's 3 and its group tombstone
+    assert kafka["offset-expiration-count"] == 3 + (3 + 1 + 3)
 
 
 def test_deletions_differ_only_by_the_delete_groups_tombstones(judged):
