@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
+from offsets_platform.lake.tables import table_spec
 from offsets_platform.summary import groups_by_state, models_summary, snapshot_summary
 
 
@@ -28,7 +29,7 @@ def snapshot(lake, snapshot_id, minute, groups, offsets, logs):
     }
     for name, table_rows in rows.items():
         if table_rows:
-            lake.append(name, pa.Table.from_pylist(table_rows))
+            lake.append(name, pa.Table.from_pylist(table_rows, schema=table_spec(name).schema))
 
 
 def test_the_summary_is_of_the_latest_snapshot_only(lake):

@@ -1,18 +1,27 @@
 -- KIP-490 facts: each time a partition's log start offset moved past a watched group's committed
 -- offset between two snapshots, the messages in [max(previous log start, committed), new log
--- start) were deleted (retention or DeleteRecords) before the group consumed them. Only topics
--- with cleanup.policy=delete. Kafka moves a partition's log start when retention deletes old
--- segments or DeleteRecords asks (UnifiedLog.deleteOldSegments, maybeIncrementLogStartOffset),
--- and a fetch below it fails with OFFSET_OUT_OF_RANGE (UnifiedLog.read, checkLogStartOffset), so
--- a committed offset below the new log start marks messages the group can no longer read. Kafka
--- keeps no count of them (KIP-490 proposed one).
+-- start) were deleted (retention or DeleteRecords) before the group consumed them. Kafka moves a
+-- partition's log start when retention deletes old segments or DeleteRecords asks
+-- (UnifiedLog.deleteOldSegments, maybeIncrementLogStartOffset), and a fetch below it fails with
+-- OFFSET_OUT_OF_RANGE (UnifiedLog.read, checkLogStartOffset), so a committed offset below the new
+-- log start marks messages the group can no longer read. Kafka keeps no count of them (KIP-490
+-- proposed one). Every topic counts but a compacted one without delete: DeleteRecords moves the
+-- log start of any other, an empty cleanup.policy included (Partition.deleteRecordsOnLeader
+-- refuses only compact without delete).
 --
 -- When between the two snapshots the log start moved is not known, so neither is the committed
 -- offset in force at that moment: it is one of the offsets the group held during the interval
--- (the one the earlier snapshot saw, each one the log shows committed in between, the one the
--- later snapshot saw). The lowest of them gives count_lost, the most the group can have lost;
--- the highest gives count_lost_at_least. The later offset alone would miss a loss whenever the
--- consumer reset past the deleted range and committed before the next snapshot.
+-- (the one the earlier snapshot's OffsetFetch saw, each one the log shows committed after that
+-- fetch and up to the later snapshot's read of the log start, the one the later snapshot saw).
+-- The interval runs from the earlier snapshot's OffsetFetch of the group to the later snapshot's
+-- ListOffsets of the partition, not between the snapshots' stamps, which precede both reads: a
+-- commit the earlier OffsetFetch had already superseded was never in force while the log start
+-- moved, and one made after the later OffsetFetch may have been. The lowest of those offsets
+-- gives count_lost, the most the group can have lost; the highest gives count_lost_at_least, which
+-- holds only when the group held an offset throughout (else it may have held none when the log
+-- start moved) and the log shows every commit of the interval (is_commit_chain_complete). The
+-- later offset alone would miss a loss whenever the consumer reset past the deleted range and
+-- committed before the next snapshot.
 --
 -- Watched groups: a topic listed in the watched_groups variable is watched by the groups listed,
 -- on every partition; a listed group that held no offset at some point of the interval consumed
@@ -27,6 +36,8 @@ with snapshots as (
 ),
 
 moves as (
+    -- listed_at: when the snapshot read the log start (its stamp, in snapshots that did not
+    -- record it); next_listed_at: the same of the next snapshot
     select * from (
         select
             o.topic,
@@ -34,14 +45,26 @@ moves as (
             o.snapshot_id,
             s.snapshot_at,
             o.log_start_offset,
+            coalesce(o.listed_at, s.snapshot_at) as listed_at,
             lag(o.log_start_offset) over w as previous_log_start_offset,
             lag(o.snapshot_id) over w as previous_snapshot_id,
-            lag(s.snapshot_at) over w as previous_snapshot_at
+            lag(s.snapshot_at) over w as previous_snapshot_at,
+            lead(coalesce(o.listed_at, s.snapshot_at)) over w as next_listed_at
         from {{ ref('stg_snapshots__log_offsets') }} as o
         inner join snapshots as s on o.snapshot_id = s.snapshot_id
         window w as (partition by o.topic, o.partition_id order by s.snapshot_at)
     )
     where log_start_offset > previous_log_start_offset
+),
+
+fetches as (
+    -- when each snapshot sent each group's OffsetFetch (null in snapshots that did not record it)
+    select
+        snapshot_id,
+        group_id,
+        min(fetched_at) as fetched_at
+    from {{ ref('stg_snapshots__committed_offsets') }}
+    group by snapshot_id, group_id
 ),
 
 configs as (
@@ -50,21 +73,25 @@ configs as (
         c.topic,
         c.retention_ms,
         c.retention_bytes,
-        c.cleanup_policy
+        c.cleanup_policy,
+        c.is_delete_policy,
+        c.is_compact_policy
     from {{ ref('stg_snapshots__topic_configs') }} as c
 ),
 
 window_bounds as (
-    -- the span of every move's interval, as constants the log's scan can skip files with
+    -- the span of every move's interval and the one after it, as constants the log's scan can
+    -- skip files with
     select
         min(previous_snapshot_at) as earliest,
-        max(snapshot_at) as latest
+        max(coalesce(next_listed_at, listed_at)) as latest
     from moves
 ),
 
 held as (
     -- every offset a group held on a moved partition during the move's interval; a tombstone in
-    -- the log holds none (null)
+    -- the log holds none (null). The log's commits up to the next snapshot's read of the log
+    -- start are kept apart (is_after_end): the first of them shows ingest read past the interval.
     select
         m.topic,
         m.partition_id,
@@ -72,7 +99,9 @@ held as (
         o.group_id,
         o.committed_offset,
         o.snapshot_id = m.previous_snapshot_id as at_start,
-        o.snapshot_id = m.snapshot_id as at_end
+        o.snapshot_id = m.snapshot_id as at_end,
+        false as is_after_end,
+        cast(null as bigint) as source_offset
     from moves as m
     inner join {{ ref('stg_snapshots__committed_offsets') }} as o
         on
@@ -86,14 +115,18 @@ held as (
         r.group_id,
         case when not r.is_tombstone then r.committed_offset end,
         false,
-        false
+        false,
+        r.appended_at > m.listed_at,
+        r.source_offset
     from moves as m
     inner join {{ ref('stg_kafka__offset_commits') }} as r
         on
             m.topic = r.topic and m.partition_id = r.partition_id
-            and m.previous_snapshot_at < r.appended_at and m.snapshot_at >= r.appended_at
+            and m.previous_snapshot_at < r.appended_at and coalesce(m.next_listed_at, m.listed_at) >= r.appended_at
+    left join fetches as f on m.previous_snapshot_id = f.snapshot_id and r.group_id = f.group_id
     where
-        r.appended_at > (select earliest from window_bounds)
+        r.appended_at > coalesce(f.fetched_at, m.previous_snapshot_at)
+        and r.appended_at > (select earliest from window_bounds)
         and r.appended_at <= (select latest from window_bounds)
 ),
 
@@ -103,13 +136,15 @@ held_per_group as (
         partition_id,
         snapshot_id,
         group_id,
-        min(committed_offset) as lowest_offset,
-        max(committed_offset) as highest_offset,
+        min(case when not is_after_end then committed_offset end) as lowest_offset,
+        max(case when not is_after_end then committed_offset end) as highest_offset,
         max(case when at_start then committed_offset end) as committed_offset_at_start,
         max(case when at_end then committed_offset end) as committed_offset,
-        cast(count_if(not at_start and not at_end) as int) as count_log_records_between,
+        cast(count_if(not at_start and not at_end and not is_after_end) as int) as count_log_records_between,
         -- held an offset from one snapshot to the other without a gap
-        bool_or(at_start) and bool_or(at_end) and not bool_or(committed_offset is null) as held_throughout
+        bool_or(at_start) and bool_or(at_end)
+        and not bool_or(not is_after_end and committed_offset is null) as held_throughout,
+        min(case when is_after_end then source_offset end) as next_source_offset
     from held
     group by topic, partition_id, snapshot_id, group_id
 ),
@@ -148,7 +183,8 @@ watchers as (
         g.committed_offset_at_start,
         g.committed_offset,
         coalesce(g.count_log_records_between, 0) as count_log_records_between,
-        coalesce(g.held_throughout, false) as held_throughout
+        coalesce(g.held_throughout, false) as held_throughout,
+        g.next_source_offset
     from held_per_group as g
     full outer join configured_watchers as c
         on
@@ -167,11 +203,15 @@ facts as (
         w.watched_by,
         m.snapshot_at as observed_at,
         m.previous_snapshot_at,
+        coalesce(f.fetched_at, m.previous_snapshot_at) as interval_start_at,
+        m.listed_at as interval_end_at,
         m.previous_log_start_offset,
         m.log_start_offset,
         w.committed_offset_at_start,
         w.committed_offset,
         w.count_log_records_between,
+        w.held_throughout,
+        w.next_source_offset,
         greatest(
             m.previous_log_start_offset,
             case
@@ -179,35 +219,147 @@ facts as (
                 else m.previous_log_start_offset
             end
         ) as lost_from_offset,
-        greatest(m.previous_log_start_offset, coalesce(w.highest_offset, m.previous_log_start_offset))
-            as certainly_lost_from_offset,
+        -- a configured group that held no offset lost everything deleted, so its highest offset
+        -- bounds the loss either way; a default one may have held none when the log start moved
+        case
+            when w.watched_by = 'configured' or w.held_throughout
+                then greatest(m.previous_log_start_offset, coalesce(w.highest_offset, m.previous_log_start_offset))
+            else m.log_start_offset
+        end as certainly_lost_from_offset,
         c.retention_ms,
         c.retention_bytes,
         c.cleanup_policy
     from moves as m
     inner join watchers as w on m.topic = w.topic and m.partition_id = w.partition_id and m.snapshot_id = w.snapshot_id
     inner join configs as c on m.snapshot_id = c.snapshot_id and m.topic = c.topic
-    where array_contains(split(c.cleanup_policy, ','), 'delete')
+    left join fetches as f on m.previous_snapshot_id = f.snapshot_id and w.group_id = f.group_id
+    where c.is_delete_policy or not c.is_compact_policy
+),
+
+losses as (
+    select *
+    from facts
+    where log_start_offset > lost_from_offset
+),
+
+group_partitions as (
+    -- the partition of __consumer_offsets that holds a group's records: one for all of them
+    -- (GroupCoordinatorService.partitionFor hashes the group id)
+    select
+        group_id,
+        min(source_partition) as source_partition
+    from {{ ref('log_offset_state') }}
+    group by group_id
+),
+
+partition_ends as (
+    -- the latest offset commit record ingest read of each partition
+    select
+        source_partition,
+        max(source_offset) as source_offset,
+        max_by(appended_at, source_offset) as appended_at
+    from {{ ref('log_offset_state') }}
+    group by source_partition
+),
+
+ingest_batches as (
+    -- what ingest read of each partition, batch by batch: the offsets from the previous batch's
+    -- next_offset to its own, of which count_missing never reached bronze (compacted away or
+    -- deleted before ingest read them; transaction markers and aborted transactions take offsets
+    -- too)
+    select
+        source_partition,
+        checkpointed_at,
+        coalesce(lag(next_offset) over w, 0) as first_offset,
+        next_offset,
+        next_offset - coalesce(lag(next_offset) over w, 0) - count_records as count_missing
+    from {{ ref('stg_kafka__ingest_checkpoints') }}
+    window w as (partition by source_partition order by next_offset)
+),
+
+read_past as (
+    -- a record of the group's partition written after the interval that ingest read: the
+    -- group's next commit, else the partition's latest record if it came after the interval
+    select
+        l.topic,
+        l.partition_id,
+        l.group_id,
+        l.observed_at,
+        l.interval_start_at,
+        p.source_partition,
+        coalesce(l.next_source_offset, case when e.appended_at > l.interval_end_at then e.source_offset end)
+            as read_past_offset
+    from losses as l
+    left join group_partitions as p on l.group_id = p.group_id
+    left join partition_ends as e on p.source_partition = e.source_partition
+),
+
+read_from as (
+    -- where ingest stood in the group's partition when the interval began: every record below it
+    -- was read before
+    select
+        r.topic,
+        r.partition_id,
+        r.group_id,
+        r.observed_at,
+        max(b.next_offset) as read_from_offset
+    from read_past as r
+    inner join ingest_batches as b
+        on r.source_partition = b.source_partition and r.interval_start_at >= b.checkpointed_at
+    group by r.topic, r.partition_id, r.group_id, r.observed_at
+),
+
+chains as (
+    -- the log shows every commit of the interval when ingest read the group's partition from
+    -- where it stood before the interval to a record written after it, and no offset in between
+    -- is missing from its batches
+    select
+        r.topic,
+        r.partition_id,
+        r.group_id,
+        r.observed_at,
+        coalesce(
+            max(b.next_offset) > r.read_past_offset
+            and not bool_or(
+                b.count_missing > 0 and b.first_offset <= r.read_past_offset
+                and b.next_offset > coalesce(f.read_from_offset, 0)
+            ),
+            false
+        ) as is_commit_chain_complete
+    from read_past as r
+    left join read_from as f
+        on
+            r.topic = f.topic and r.partition_id = f.partition_id and r.group_id = f.group_id
+            and r.observed_at = f.observed_at
+    left join ingest_batches as b on r.source_partition = b.source_partition
+    group by r.topic, r.partition_id, r.group_id, r.observed_at, r.read_past_offset, f.read_from_offset
 )
 
 select
-    topic,
-    partition_id,
-    group_id,
-    watched_by,
-    observed_at,
-    previous_snapshot_at,
-    previous_log_start_offset,
-    log_start_offset,
-    committed_offset_at_start,
-    committed_offset,
-    count_log_records_between,
-    lost_from_offset,
-    log_start_offset as lost_to_offset,
-    log_start_offset - lost_from_offset as count_lost,
-    greatest(log_start_offset - certainly_lost_from_offset, 0) as count_lost_at_least,
-    retention_ms,
-    retention_bytes,
-    cleanup_policy
-from facts
-where log_start_offset > lost_from_offset
+    l.topic,
+    l.partition_id,
+    l.group_id,
+    l.watched_by,
+    l.observed_at,
+    l.previous_snapshot_at,
+    l.previous_log_start_offset,
+    l.log_start_offset,
+    l.committed_offset_at_start,
+    l.committed_offset,
+    l.count_log_records_between,
+    l.lost_from_offset,
+    l.log_start_offset as lost_to_offset,
+    l.log_start_offset - l.lost_from_offset as count_lost,
+    greatest(l.log_start_offset - l.certainly_lost_from_offset, 0) as count_lost_at_least,
+    l.held_throughout as is_held_throughout,
+    c.is_commit_chain_complete,
+    l.interval_start_at,
+    l.interval_end_at,
+    l.retention_ms,
+    l.retention_bytes,
+    l.cleanup_policy
+from losses as l
+inner join chains as c
+    on
+        l.topic = c.topic and l.partition_id = c.partition_id and l.group_id = c.group_id
+        and l.observed_at = c.observed_at

@@ -5,5 +5,6 @@ select
     offsets.partition as partition_id,
     committed_offset,
     leader_epoch,
-    metadata
+    metadata,
+    fetched_at
 from {{ source('bronze', 'committed_offset_snapshots') }} as offsets

@@ -384,6 +384,7 @@ _SPECS += [
         pa.field("committed_offset", pa.int64()),
         pa.field("leader_epoch", pa.int32()),
         pa.field("metadata", pa.string()),
+        pa.field("fetched_at", UTC_MICROS),
     ], ("group", "topic", "partition"),
         "One row per group and partition with a committed offset per snapshot (OffsetFetch of all partitions, KIP-88).", {
         "group": "the consumer group (group.id)",
@@ -393,28 +394,48 @@ _SPECS += [
                             "will read",
         "leader_epoch": "the leader epoch OffsetFetch returned with the offset; null when none was committed",
         "metadata": "the metadata string committed with the offset",
+        "fetched_at": "when the group's OffsetFetch was sent (UTC), some time after snapshot_at: the offsets are "
+                      "those the coordinator held then or within the request's round trip; null in snapshots "
+                      "taken before it was recorded",
     }),
     _snapshot_spec("log_offset_snapshots", [
         pa.field("topic", pa.string(), nullable=False),
         pa.field("partition", pa.int32(), nullable=False),
         pa.field("log_start_offset", pa.int64()),
         pa.field("log_end_offset", pa.int64()),
-    ], ("topic", "partition"), "One row per topic partition per snapshot (ListOffsets earliest and latest).", {
+        pa.field("listed_at", UTC_MICROS),
+        pa.field("max_timestamp_ms", pa.int64()),
+    ], ("topic", "partition"), "One row per topic partition per snapshot (ListOffsets earliest, latest and "
+                               "max timestamp).", {
         "topic": "the topic",
         "partition": "the partition",
         "log_start_offset": "ListOffsets earliest: the first offset still in the log",
         "log_end_offset": "ListOffsets latest: the offset the next message will get",
+        "listed_at": "when the answers of ListOffsets earliest and latest had come (UTC), after the snapshot's "
+                     "OffsetFetch calls: the log offsets are those of that moment or up to the requests' round "
+                     "trip before; null in snapshots taken before it was recorded",
+        "max_timestamp_ms": "ListOffsets max timestamp (KIP-734): the largest record timestamp in the partition "
+                            "(epoch ms as Kafka stores it; the broker's append time on a LogAppendTime topic, the "
+                            "producer's on a CreateTime one), which time-based retention reads; null for an empty "
+                            "partition, a broker without ListOffsets v7, or a snapshot taken before it was "
+                            "recorded",
     }),
     _snapshot_spec("topic_configs", [
         pa.field("topic", pa.string(), nullable=False),
         pa.field("retention_ms", pa.int64()),
         pa.field("retention_bytes", pa.int64()),
         pa.field("cleanup_policy", pa.string()),
-    ], ("topic",), "One row per topic per snapshot: retention.ms, retention.bytes, cleanup.policy.", {
+        pa.field("message_timestamp_type", pa.string()),
+    ], ("topic",), "One row per topic per snapshot: retention.ms, retention.bytes, cleanup.policy, "
+                   "message.timestamp.type.", {
         "topic": "the topic",
         "retention_ms": "the topic's retention.ms (DescribeConfigs; ms, -1 means unlimited)",
         "retention_bytes": "the topic's retention.bytes per partition (DescribeConfigs; bytes, -1 means unlimited)",
-        "cleanup_policy": "the topic's cleanup.policy (DescribeConfigs): delete, compact, or both",
+        "cleanup_policy": "the topic's cleanup.policy (DescribeConfigs) as the broker returns it: a comma-separated "
+                          "list of delete and compact, possibly with spaces (compact, delete), or empty",
+        "message_timestamp_type": "the topic's message.timestamp.type (DescribeConfigs): CreateTime (records keep "
+                                  "the producer's timestamps) or LogAppendTime (the broker's append time); null in "
+                                  "snapshots taken before it was recorded",
     }),
     _snapshot_spec("broker_configs", [
         pa.field("offsets_retention_minutes", pa.int64(), nullable=False),

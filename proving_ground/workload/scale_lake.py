@@ -116,15 +116,19 @@ def add_snapshots(lake: Lake) -> None:
         top, count = ends["committed_offset_max"], offsets.num_rows
         lake.append("committed_offset_snapshots", stamped(
             offsets.append_column("leader_epoch", pa.nulls(count, pa.int32()))
-            .append_column("metadata", pa.nulls(count, pa.string()))))
+            .append_column("metadata", pa.nulls(count, pa.string()))
+            .append_column("fetched_at", pa.nulls(count, pa.timestamp("us", "UTC")))))
         lake.append("log_offset_snapshots", stamped(pa.table({
             "topic": ends["topic"], "partition": ends["partition"],
             "log_start_offset": pc.multiply(pc.divide(top, 2), index),  # the second snapshot deleted half
-            "log_end_offset": pc.add(top, 1000 * (index + 1))})))
+            "log_end_offset": pc.add(top, 1000 * (index + 1)),
+            "listed_at": pa.nulls(len(top), pa.timestamp("us", "UTC")),
+            "max_timestamp_ms": pa.nulls(len(top), pa.int64())})))
         lake.append("topic_configs", stamped(pa.table({
             "topic": topics, "retention_ms": pa.repeat(pa.scalar(7 * 86_400_000), len(topics)),
             "retention_bytes": pa.repeat(pa.scalar(-1), len(topics)),
-            "cleanup_policy": pa.repeat(pa.scalar("delete"), len(topics))})))
+            "cleanup_policy": pa.repeat(pa.scalar("delete"), len(topics)),
+            "message_timestamp_type": pa.repeat(pa.scalar("CreateTime"), len(topics))})))
         lake.append("broker_configs", stamped(pa.table({  # written last: it completes the snapshot
             "offsets_retention_minutes": [10080], "offsets_retention_source": ["broker"]})))
     print(f"  snapshots: 2 x {offsets.num_rows:,} committed offsets, {ends.num_rows:,} partitions "

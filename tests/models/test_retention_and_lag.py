@@ -12,6 +12,19 @@ whose log start moves 0 -> 60 -> 150 while the log end grows 100 -> 200 -> 300:
 - `one-partition` holds an offset on partition 0 of `pair` only, whose partition 1 loses 50;
 - `moved` is Stable throughout, its member subscribed to `events` only: its offset on `resets`,
   which it stopped reading at 40, is abandoned, so its lag and losses there are no backlog.
+
+One partition each, whose log start moves 0 -> 60 between the first two snapshots, where those
+snapshots record when they read each group's offsets and each log start:
+- `early` commits 10 after the first snapshot's stamp, then 80 before its OffsetFetch sees 80;
+- `late` is at 40 when the second snapshot's OffsetFetch reads it, then commits 90 before that
+  snapshot's ListOffsets sees the log start moved;
+- `newcomer` commits its first offset, 10, between the snapshots;
+- `tidy` is at 10 on a topic with cleanup.policy 'compact, delete', `bare` on one with an empty
+  cleanup.policy (DeleteRecords still moves its log start);
+- `compacted`, whose records are in another partition of __consumer_offsets, commits 90 and then
+  40 again; the log cleaner removed the 90 before ingest read it.
+`mirror-reader` reads `mirrored`, a CreateTime topic whose records carry timestamps two days
+older than their writes (a mirror's target).
 """
 
 from __future__ import annotations
@@ -20,7 +33,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.models.bronze_builder import BronzeBuilder, at
+from tests.models.bronze_builder import BronzeBuilder, at, ms
 from tests.models.conftest import rows_by, run_models
 
 pytestmark = pytest.mark.fast  # make test-fast
@@ -28,10 +41,39 @@ pytestmark = pytest.mark.fast  # make test-fast
 
 S1, S2, S3 = at(days=1), at(days=1, minutes=10), at(days=1, minutes=20)
 RETENTION_MS = 3_600_000
+MIRROR_RETENTION_MS = 3 * 86_400_000
+MIRROR_LAG = timedelta(days=2)  # how much older than their writes the mirrored records' timestamps are
+# One partition each, with its cleanup.policy; the log start moves 0 -> 60 between S1 and S2.
+READ_TIME_TOPICS = {"early-commits": "delete", "late-commits": "delete", "newcomers": "delete",
+              "both-policies": "compact, delete", "no-policy": "", "compacted-commits": "delete"}
+
+
+def _read_times(when, start: int, offsets: dict[tuple[str, str], int], fetched: dict[str, timedelta],
+                listed: timedelta) -> dict[str, list[dict]]:
+    """Rows of READ_TIME_TOPICS for one snapshot: `fetched` says when after the snapshot's stamp
+    each group's OffsetFetch was sent, `listed` when the ListOffsets answers came."""
+    topics = [{"topic": t, "retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": policy}
+              for t, policy in READ_TIME_TOPICS.items()]
+    logs = [{"topic": t, "partition": 0, "log_start_offset": start, "log_end_offset": 100,
+             "listed_at": when + listed} for t in READ_TIME_TOPICS]
+    rows = [{"group": g, "topic": t, "partition": 0, "committed_offset": o,
+             "fetched_at": when + fetched[g]} for (g, t), o in offsets.items()]
+    return {"topics": topics, "logs": logs, "offsets": rows}
+
+
+def _mirrored(when, end: int, offset: int | None) -> dict[str, list[dict]]:
+    """`mirrored` when its log end is `end`: its newest record, written just before, is stamped
+    MIRROR_LAG earlier (the snapshot's max timestamp)."""
+    return {"topics": [{"topic": "mirrored", "retention_ms": MIRROR_RETENTION_MS, "retention_bytes": -1,
+                        "cleanup_policy": "delete", "message_timestamp_type": "CreateTime"}],
+            "logs": [{"topic": "mirrored", "partition": 0, "log_start_offset": 0, "log_end_offset": end,
+                      "max_timestamp_ms": ms(when - MIRROR_LAG)}],
+            "offsets": [] if offset is None else [{"group": "mirror-reader", "topic": "mirrored", "partition": 0,
+                                                   "committed_offset": offset}]}
 
 
 def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopped_state: str,
-              other_starts: dict) -> None:
+              other_starts: dict, *extras: dict[str, list[dict]]) -> None:
     delete = {"retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"}
     topics = [{"topic": t, **delete} for t in ("events", "clicks", "resets", "pair")]
     topics.append({"topic": "state", "retention_ms": -1, "retention_bytes": -1, "cleanup_policy": "compact"})
@@ -40,33 +82,53 @@ def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopp
     logs += [{"topic": t, "partition": p, "log_start_offset": log_start, "log_end_offset": end}
              for (t, p), log_start in other_starts.items()]
     moved = {"group": "moved", "state": "Stable", "protocol_type": "consumer", "protocol": "", "member_count": 1}
-    b.snapshot(when, topics=topics, logs=logs,
+    b.snapshot(when, topics=topics + [row for extra in extras for row in extra["topics"]],
+               logs=logs + [row for extra in extras for row in extra["logs"]],
                groups=[{"group": "stopped", "state": stopped_state, "protocol_type": "consumer", "protocol": "",
                         "member_count": 1 if stopped_state == "Stable" else 0}, moved],
                members=([{"group": "stopped", "member_id": "m1", "subscribed_topics": ["events"]}]
                         if stopped_state == "Stable" else []) +
                [{"group": "moved", "member_id": "m2", "subscribed_topics": ["events"]}],
                offsets=[{"group": g, "topic": t, "partition": 0, "committed_offset": o}
-                        for (g, t), o in offsets.items()])
+                        for (g, t), o in offsets.items()] + [row for extra in extras for row in extra["offsets"]])
 
 
 @pytest.fixture(scope="module")
 def lake(spark, module_lake):
     b = BronzeBuilder()
+    seconds = [timedelta(seconds=n) for n in range(61)]
     others = {("one-partition", "pair"): 10, ("moved", "resets"): 40}
+    read_times = {("early", "early-commits"): 80, ("late", "late-commits"): 40, ("tidy", "both-policies"): 10,
+                  ("bare", "no-policy"): 10, ("compacted", "compacted-commits"): 40}
+    fetched = dict.fromkeys(["early", "late", "newcomer", "tidy", "bare", "compacted"], seconds[30])
+    b.commit("compacted", "compacted-commits", 0, 40, S1 - timedelta(minutes=1), source_partition=1)
     _snapshot(b, S1, 0, 100, {("slow", "events"): 40, ("fast", "events"): 100, ("mid", "events"): 90, ("moved", "events"): 100,
                               ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 40,
-                              **others}, "Stable", {("resets", 0): 0, ("pair", 0): 0, ("pair", 1): 0})
+                              **others}, "Stable", {("resets", 0): 0, ("pair", 0): 0, ("pair", 1): 0},
+              _read_times(S1, 0, read_times, fetched, seconds[40]), _mirrored(S1, 100, None))
+    b.commit("early", "early-commits", 0, 10, S1 + seconds[10])  # after S1's stamp, before its OffsetFetch
+    b.commit("early", "early-commits", 0, 80, S1 + seconds[20])
     b.commit("resetter", "resets", 0, 45, S1 + timedelta(minutes=2))
+    b.commit("newcomer", "newcomers", 0, 10, S1 + timedelta(minutes=3))
+    b.compacted_away(source_partition=1)  # compacted's commit of 90 at S1 + 4 minutes
     b.commit("resetter", "resets", 0, 120, S1 + timedelta(minutes=5))
+    b.commit("compacted", "compacted-commits", 0, 40, S1 + timedelta(minutes=6), source_partition=1)
     b.commit("resetter", "resets", 0, 130, S2)
-    b.commit("resetter", "resets", 0, 150, S2 + timedelta(minutes=1))  # after the interval
+    read_times[("newcomer", "newcomers")] = 10
     _snapshot(b, S2, 60, 200, {("slow", "events"): 40, ("fast", "events"): 200, ("mid", "events"): 120, ("moved", "events"): 200,
                                ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 130,
-                               **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50})
+                               **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50},
+              _read_times(S2, 60, read_times, {**fetched, "late": seconds[10]}, seconds[30]),
+              _mirrored(S2, 200, 150))
+    b.commit("late", "late-commits", 0, 90, S2 + seconds[20])  # after S2's OffsetFetch, before its ListOffsets
+    b.commit("resetter", "resets", 0, 150, S2 + timedelta(minutes=1))  # after the interval
+    b.commit("compacted", "compacted-commits", 0, 40, S2 + timedelta(minutes=2), source_partition=1)
+    read_times[("late", "late-commits")] = 90
     _snapshot(b, S3, 150, 300, {("slow", "events"): 40, ("fast", "events"): 300, ("mid", "events"): 150, ("moved", "events"): 300,
                                 ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 150,
-                                **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50})
+                                **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50},
+              _read_times(S3, 60, read_times, fetched, seconds[40]), _mirrored(S3, 300, 150))
+    b.ingest_checkpoints(S3 + seconds[50])
     b.write(module_lake)
     run_models(spark, module_lake, S3 + timedelta(minutes=1), watched_groups={"clicks": ["audit"]})
     return module_lake
@@ -195,3 +257,73 @@ def test_snapshot_commit_time_bounds(lake):
     committed = rows_by(lake, "committed_offsets", "group_id", "topic")
     assert committed[("fast", "events")]["estimated_committed_at"] == S3
     assert committed[("fast", "events")]["commit_time_source"] == "snapshot"
+
+
+# -- the interval of a log start move runs from one OffsetFetch to the next ListOffsets ---------
+
+def test_a_commit_the_earlier_offset_fetch_already_saw_past_is_not_counted_as_lost(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
+    # `early` committed 10 after S1's stamp, then 80, and S1's OffsetFetch read 80: it held 80
+    # all the while the log start moved to 60, so it lost nothing
+    assert not [k for k in facts if k[0] == "early"]
+
+
+def test_a_commit_after_the_later_offset_fetch_may_have_been_in_force_when_the_log_start_moved(lake):
+    late = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")[("late", "late-commits", S2)]
+    # S2's OffsetFetch read 40, then `late` committed 90 before S2's ListOffsets saw the log start
+    # at 60: it may have held 90 when the log start moved
+    assert (late["committed_offset_at_start"], late["committed_offset"], late["count_log_records_between"]) == \
+        (40, 40, 1)
+    assert (late["count_lost"], late["count_lost_at_least"]) == (20, 0)
+    assert (late["interval_start_at"], late["interval_end_at"]) == (S1 + timedelta(seconds=30),
+                                                                    S2 + timedelta(seconds=30))
+
+
+def test_the_lower_bound_holds_only_for_a_group_that_held_an_offset_throughout(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
+    newcomer = facts[("newcomer", "newcomers", S2)]
+    # it committed its first offset, 10, between the snapshots: the log start may have moved
+    # before it held any
+    assert (newcomer["count_lost"], newcomer["count_lost_at_least"], newcomer["is_held_throughout"]) == \
+        (50, 0, False)
+    late = facts[("late", "late-commits", S2)]
+    assert late["is_held_throughout"] is True
+
+
+def test_every_cleanup_policy_but_compact_alone_loses_messages(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
+    # 'compact, delete' is both (Kafka trims each value); an empty policy deletes nothing by
+    # retention, but DeleteRecords still moves the log start
+    assert (facts[("tidy", "both-policies", S2)]["count_lost"], facts[("bare", "no-policy", S2)]["count_lost"]) == \
+        (50, 50)
+    forecast = rows_by(lake, "retention_forecast", "group_id", "topic")
+    assert ("tidy", "both-policies") in forecast
+    assert ("bare", "no-policy") not in forecast  # no time-based retention without delete
+
+
+def test_a_loss_says_whether_the_log_shows_every_commit_of_its_interval(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
+    # ingest read resetter's partition of __consumer_offsets without a gap, and past the interval
+    assert facts[("resetter", "resets", S2)]["is_commit_chain_complete"] is True
+    # the cleaner removed compacted's 90 before ingest read it: the bounds cannot see it
+    compacted = facts[("compacted", "compacted-commits", S2)]
+    assert (compacted["count_lost_at_least"], compacted["is_commit_chain_complete"]) == (20, False)
+    # slow's commits are not in the log at all
+    assert facts[("slow", "events", S2)]["is_commit_chain_complete"] is False
+
+
+def test_retention_reads_record_timestamps_a_mirror_keeps_older_than_the_writes(lake):
+    mirrored = rows_by(lake, "retention_forecast", "group_id", "topic")[("mirror-reader", "mirrored")]
+    # offset 150 is the 51st of the 100 records written between S1 and S2, whose max timestamps
+    # were S1 - 2 days and S2 - 2 days
+    stamped_at = S1 - MIRROR_LAG + (S2 - S1) * (150 + 1 - 100) / (200 - 100)
+    assert (mirrored["message_timestamp_type"], mirrored["timestamp_source"]) == ("CreateTime", "max_timestamp")
+    assert mirrored["oldest_unconsumed_timestamp_ms"] == ms(stamped_at)
+    assert mirrored["deletion_expected_at"] == stamped_at + timedelta(milliseconds=MIRROR_RETENTION_MS)
+    assert mirrored["hours_left"] == round((stamped_at + timedelta(milliseconds=MIRROR_RETENTION_MS) - S3)
+                                           / timedelta(hours=1), 3)
+    # its write time would give it two days more
+    assert mirrored["deletion_expected_at"] < S3 + timedelta(milliseconds=MIRROR_RETENTION_MS - mirrored[
+        "oldest_unconsumed_age_ms"]) - timedelta(days=1)
+    assert rows_by(lake, "retention_forecast", "group_id", "topic")[("mid", "events")]["timestamp_source"] == \
+        "write_time"  # its snapshots hold no max timestamps
