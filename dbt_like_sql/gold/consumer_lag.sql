@@ -1,5 +1,7 @@
 -- Lag of every group on every partition it has committed an offset for, as of the latest
--- snapshot: in messages (log end - committed, as Kafka's tool counts it) and in time (how long
+-- snapshot: in messages (log end - committed, as Kafka's tool counts it, but at least 0: Kafka's
+-- tool prints a negative lag for an offset committed past the log end, where the group has
+-- nothing to read, and a negative one would lower the group's total) and in time (how long
 -- ago the oldest message the group has not read, of those retention has not deleted, was written:
 -- the message at the committed offset, or at the log start when retention deleted past the
 -- committed offset; the age of a message that no longer exists would only say when it was lost).

@@ -29,7 +29,9 @@
 --   lag_zero_in_window    lag 0 at some observation: OK.
 --   offsets_unchanged     STALL: the same offset throughout, with lag.
 --   lag_not_decreasing    WARN: the offset moves but the lag never falls from one observation
---                         (with a known lag) to the next; at least two known lags.
+--                         (with a known lag) to the next. With fewer than two known lags no
+--                         fall is seen, so WARN too: Burrow's checkIfLagNotDecreasing holds when
+--                         it has nothing to compare.
 --   progressing           OK.
 -- group_status is the worst partition's, STOP, STALL and REWIND counting as ERR (Burrow's group
 -- status); ABANDONED partitions do not count, and INCOMPLETE only when every other partition is.
@@ -116,15 +118,17 @@ observed as (
         w.at_ms,
         w.source,
         {{ window_size }} + 1 - w.from_last as position_from_end,  -- ascending in time
-        greatest(case
+        -- unknown before the first snapshot (greatest alone would turn that null into 0, a lag
+        -- of 0 that would make the window OK)
+        case
             when b.before is null then null
-            when b.after is null then b.before.log_end
+            when b.after is null then greatest(b.before.log_end - w.committed_offset, 0)
             else
-                b.before.log_end + cast(floor(
+                greatest(b.before.log_end + cast(floor(
                     cast(b.after.log_end - b.before.log_end as double)
                     * (w.at_ms - b.before.at_ms) / (b.after.at_ms - b.before.at_ms)
-                ) as bigint)
-        end - w.committed_offset, 0) as lag_then
+                ) as bigint) - w.committed_offset, 0)
+        end as lag_then
     from observation_window as w
     left join bracketed as b
         on
@@ -163,7 +167,6 @@ summary as (
         min_by(lag_then, position_from_end) as first_lag,
         max_by(lag_then, position_from_end) as last_lag,
         min(lag_then) as min_lag,
-        count(lag_then) as known_lags,
         coalesce(bool_or(lag_then < previous_known_lag), false) as lag_decreased,
         count(distinct committed_offset) as distinct_offsets,
         -- the first fall of the offset in the window, and whether a later offset got back
@@ -217,7 +220,7 @@ evaluated as (
             when s.rewind is not null and not s.rewind.recovered then 'rewound'
             when s.min_lag = 0 then 'lag_zero_in_window'
             when s.distinct_offsets = 1 then 'offsets_unchanged'
-            when s.known_lags >= 2 and not s.lag_decreased then 'lag_not_decreasing'
+            when not s.lag_decreased then 'lag_not_decreasing'
             else 'progressing'
         end as rule
     from judged as j

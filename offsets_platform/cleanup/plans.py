@@ -1,7 +1,8 @@
 """Cleanup plans: what to remove, why, and the facts it rests on; immutable once written.
 
-A plan is built from the gold and silver tables (see candidates.py for what is proposed), gets
-an id that is a hash of its whole content, and expires after `valid_hours`. Its rows in
+A plan is built from the gold and silver tables (see candidates.py for what is proposed; a share
+group's state, which its DeleteGroups deletes too, from the log's records in bronze), gets an id
+that is a hash of its whole content, and expires after `valid_hours`. Its rows in
 `cleanup_plans` are only ever appended, never changed.
 """
 
@@ -83,7 +84,11 @@ def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HO
                for row in candidates.offset_deletes]
     actions += _clean_early(lake, clean_early, groups, subscriptions, lag)
     committed = _committed_offsets(lake)
-    actions += [_delete_group(row, idle_hours, committed.get(row["group"], {})) for row in candidates.group_deletes]
+    share_state = share_state_partitions(lake) if any(
+        row["classification"] == "share" for row in candidates.group_deletes) else {}
+    actions += [_delete_group(row, idle_hours, committed.get(row["group"], {}),
+                              _share_facts(groups.get(row["group"], {}), share_state))
+                for row in candidates.group_deletes]
     actions = _unique(actions)
     check_safe(actions, groups, subscriptions)
     created_at = now.replace(microsecond=0)
@@ -192,14 +197,45 @@ def _clean_early(lake: Lake, chosen: tuple[str, ...], groups: dict, subscription
     return actions
 
 
-def _delete_group(row: dict, idle_hours: int, offsets: dict[str, int]) -> PlannedAction:
+def _delete_group(row: dict, idle_hours: int, offsets: dict[str, int], share_facts: dict) -> PlannedAction:
     return PlannedAction(DELETE_GROUPS, row["group"], None, None,
                          f"the group has been Empty for more than {idle_hours} h", facts={
                              "group_state": row["state"], "state_since": row["state_entered_at"],
                              "classification": row["classification"],
                              "committed_offsets": row["committed_offsets"], "member_count": 0,
                              # a standalone consumer stays Empty while it commits: apply compares these
-                             "offsets": offsets})
+                             "offsets": offsets, **share_facts})
+
+
+def _share_facts(group: dict, share_state: dict[str, list[str]]) -> dict:
+    """A share group keeps no committed offsets, but DeleteGroups also deletes its state in
+    `__share_group_state` (the share-partition start offsets; GroupCoordinatorService.deleteShareGroups):
+    the plan names those share partitions, and apply checks that no other has state now. Unknown
+    (None) for a group the log has no record of (seen only by snapshots)."""
+    if group.get("classification") != "share":
+        return {}
+    known = group.get("log_kind") == "share"
+    return {"share_partitions": share_state.get(group["group_id"], []) if known else None}
+
+
+def share_state_partitions(lake: Lake) -> dict[str, list[str]]:
+    """Share group -> the share partitions (as `offset_key` names them) whose state Kafka keeps
+    for it, per the group's latest ShareGroupStatePartitionMetadata record (type 15) in the log:
+    the initialized and initializing ones, which DeleteGroups deletes
+    (GroupMetadataManager.shareGroupBuildPartitionDeleteRequest). A group without that record, or
+    whose record is a tombstone, has none."""
+    if not lake.exists("consumer_group_records"):
+        return {}
+    rows = lake.query("""select "group", tombstone, value_json from consumer_group_records
+                         where record_type = 'share_group_state_partition_metadata'
+                         order by source_partition, source_offset""", "consumer_group_records").to_pylist()
+    latest = {row["group"]: row for row in rows}  # a group's records are in one partition, in order
+    state = {}
+    for group, row in latest.items():
+        value = {} if row["tombstone"] else json.loads(row["value_json"])
+        topics = value.get("initialized_topics", []) + value.get("initializing_topics", [])
+        state[group] = sorted({offset_key(t["topic_name"], p) for t in topics for p in t["partitions"]})
+    return state
 
 
 def facts_text(facts: dict) -> str:

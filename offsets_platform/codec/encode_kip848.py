@@ -90,15 +90,14 @@ def consumer_group_regular_expression_value(topics: Iterable[str], version: int,
             + tagged_fields(tagged))
 
 
-def consumer_group_metadata_value(epoch: int, metadata_hash: int = 0, creation_time_ms: int | None = -1,
+def consumer_group_metadata_value(epoch: int, metadata_hash: int = 0,
                                   tagged: Mapping[int, bytes] | None = None) -> bytes:
     """ConsumerGroupMetadataValue v0.
 
     Args:
         epoch: Group epoch.
         metadata_hash: Hash of the subscribed topics' metadata (tag 0; written when not 0).
-        creation_time_ms: Group creation time (tag 1; written when not -1 or None).
-        tagged: Extra tagged fields.
+        tagged: Extra tagged fields (tags Kafka does not define, as a newer broker might write).
 
     Returns:
         The value bytes; like Kafka, tagged fields at their default are left out.
@@ -106,8 +105,6 @@ def consumer_group_metadata_value(epoch: int, metadata_hash: int = 0, creation_t
     fields = dict(tagged or {})
     if metadata_hash != 0:
         fields[0] = int64(metadata_hash)
-    if creation_time_ms not in (None, -1):
-        fields[1] = int64(creation_time_ms)
     return int16(0) + int32(epoch) + tagged_fields(fields)
 
 

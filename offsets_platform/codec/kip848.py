@@ -3,9 +3,8 @@
 Layouts follow Kafka 4.3's group-coordinator schema files (ConsumerGroup*Value.json). Every
 value is flexible from version 0: compact strings, bytes and arrays, and a tagged-field section
 at the end of every struct. Unknown tagged fields are skipped (that is how newer brokers extend
-a record without a new version); the ones the schemas declare (group metadata hash and creation
-time, classic member metadata, assignment timestamp, per-partition assignment epochs) are
-decoded. Each decoder takes a reader positioned after the value version and returns the value
+a record without a new version); the ones the schemas declare (group metadata hash, classic
+member metadata, assignment timestamp, per-partition assignment epochs) are decoded. Each decoder takes a reader positioned after the value version and returns the value
 fields under snake_case names; topic ids are canonical UUID strings.
 """
 
@@ -16,16 +15,10 @@ from .reader import ByteReader
 
 
 def consumer_group_metadata(reader: ByteReader, version: int) -> dict:
-    """ConsumerGroupMetadataValue: Epoch; tagged MetadataHash (tag 0), CreationTimeMs (tag 1)."""
+    """ConsumerGroupMetadataValue: Epoch; tagged MetadataHash (tag 0, the schema's only tag)."""
     epoch = reader.int32("epoch")
-    tagged = reader.tagged_fields("", {0: ("metadata_hash", ByteReader.int64),
-                                         1: ("creation_time_ms", ByteReader.int64)})
-    created = tagged.get("creation_time_ms", -1)
-    return {
-        "epoch": epoch,
-        "metadata_hash": tagged.get("metadata_hash", 0),
-        "creation_time_ms": None if created == -1 else created,
-    }
+    tagged = reader.tagged_fields("", {0: ("metadata_hash", ByteReader.int64)})
+    return {"epoch": epoch, "metadata_hash": tagged.get("metadata_hash", 0)}
 
 
 def consumer_group_partition_metadata(reader: ByteReader, version: int) -> dict:
@@ -140,7 +133,7 @@ KIP848_KEY_FIELDS = {5: ("member_id",), 7: ("member_id",), 8: ("member_id",), 16
 # key type -> (record_type, label for messages, value decoder, value field names)
 KIP848_RECORDS = {
     3: ("consumer_group_metadata", "consumer group metadata", consumer_group_metadata,
-        ("epoch", "metadata_hash", "creation_time_ms")),
+        ("epoch", "metadata_hash")),
     4: ("consumer_group_partition_metadata", "consumer group partition metadata",
         consumer_group_partition_metadata, ("topics",)),
     5: ("consumer_group_member_metadata", "consumer group member metadata", consumer_group_member_metadata,

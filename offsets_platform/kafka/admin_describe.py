@@ -28,11 +28,11 @@ What the members subscribe to, by type:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterable
 
 import kafka.errors as Errors
+import re2
 
 from offsets_platform.codec.consumer_protocol import decode_assignment, decode_subscription
 from offsets_platform.codec.reader import DecodeError
@@ -48,6 +48,9 @@ OPERATIONS = {CLASSIC: "DescribeGroups", CONSUMER: "ConsumerGroupDescribe",
 DEAD = "Dead"
 CONSUMER_PROTOCOL = "consumer"
 _NOT_FOUND = Errors.GroupIdNotFoundError.errno
+# RE2 logs every pattern it cannot compile on stderr; the caller handles the error itself.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
 
 
 @dataclass(frozen=True)
@@ -76,17 +79,19 @@ class MemberDescription:
         least what it is assigned), and the `candidates` its regex matches (a topic the regex
         matches is subscribed even while another member holds it, or before it is assigned).
 
-        The broker resolves a regex with RE2/J, matching the whole topic name; Python's `re`
-        reads the patterns clients send (e.g. librdkafka's "(^prefix.*)") the same way. A regex
-        Python cannot compile leaves the subscription unknown.
+        The broker resolves a regex with RE2/J (TopicRegexResolver: `Pattern.compile`, then
+        `matches()`, the whole topic name); RE2's syntax and matching are RE2/J's, where Python's
+        `re` differs (POSIX classes such as `[[:digit:]]`, digits beyond ASCII, look-arounds). A
+        regex RE2 cannot compile leaves the subscription unknown (the broker refuses such a regex
+        when a member joins, Utils.throwIfRegularExpressionIsInvalid).
         """
         if self.subscribed_topics is None:
             return None
         topics = set(self.subscribed_topics) | {entry["topic"] for entry in self.assigned_partitions or []}
         if self.subscribed_topic_regex is not None:
             try:
-                pattern = re.compile(self.subscribed_topic_regex)
-            except re.error:
+                pattern = re2.compile(self.subscribed_topic_regex, _RE2_OPTIONS)
+            except re2.error:
                 return None
             topics |= {topic for topic in candidates if pattern.fullmatch(topic)}
         return frozenset(topics)

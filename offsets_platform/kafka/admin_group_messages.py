@@ -1,7 +1,9 @@
-"""Wire formats of the describe requests of KIP-848 consumer, streams and share groups.
+"""Wire formats of the describe requests of KIP-848 consumer, streams and share groups, and of
+DescribeShareGroupOffsets.
 
 kafka-python 3.0.12 has DescribeGroups (classic groups only) but none of ConsumerGroupDescribe
-(API key 69, KIP-848), StreamsGroupDescribe (89, KIP-1071) or ShareGroupDescribe (77, KIP-932).
+(API key 69, KIP-848), StreamsGroupDescribe (89, KIP-1071), ShareGroupDescribe (77, KIP-932) or
+DescribeShareGroupOffsets (90, KIP-932).
 Its protocol machinery builds a request or response class from a message schema in Kafka's JSON
 form (`kafka.protocol.api_message.ApiMessage`); it normally reads that schema from a file of
 its own package. The schemas here are written as Python data, in that form, from the message
@@ -199,5 +201,40 @@ StreamsGroupDescribeResponse = _from_schema(_message("StreamsGroupDescribeRespon
             _field("IsClassic", "bool"),
         ]),
         _field("AuthorizedOperations", "int32", default="-2147483648"),
+    ]),
+]))
+
+
+# DescribeShareGroupOffsets v0-1 (API key 90, KIP-932; v1 adds each partition's Lag, KIP-1226):
+# the share-partition start offsets a share group's state in __share_group_state holds. Topics
+# null asks for every share partition whose state is initialized
+# (GroupCoordinatorService.describeShareGroupAllOffsets).
+DescribeShareGroupOffsetsRequest = _from_schema(_message("DescribeShareGroupOffsetsRequest", 90, "request", "0-1", [
+    _field("Groups", "[]DescribeShareGroupOffsetsRequestGroup", fields=[
+        _field("GroupId", "string"),
+        _field("Topics", "[]DescribeShareGroupOffsetsRequestTopic", nullable=True, fields=[
+            _field("TopicName", "string"),
+            _field("Partitions", "[]int32"),
+        ]),
+    ]),
+]))
+DescribeShareGroupOffsetsResponse = _from_schema(_message("DescribeShareGroupOffsetsResponse", 90, "response", "0-1", [
+    _field("ThrottleTimeMs", "int32"),
+    _field("Groups", "[]DescribeShareGroupOffsetsResponseGroup", fields=[
+        _field("GroupId", "string"),
+        _field("Topics", "[]DescribeShareGroupOffsetsResponseTopic", fields=[
+            _field("TopicName", "string"),
+            _field("TopicId", "uuid"),
+            _field("Partitions", "[]DescribeShareGroupOffsetsResponsePartition", fields=[
+                _field("PartitionIndex", "int32"),
+                _field("StartOffset", "int64"),
+                _field("LeaderEpoch", "int32"),
+                _field("Lag", "int64", versions="1+", default="-1"),
+                _field("ErrorCode", "int16"),
+                _field("ErrorMessage", "string", nullable=True),
+            ]),
+        ]),
+        _field("ErrorCode", "int16"),
+        _field("ErrorMessage", "string", nullable=True),
     ]),
 ]))

@@ -9,6 +9,7 @@ import pytest
 from offsets_platform.cleanup.apply import changed_facts
 from offsets_platform.cleanup.kafka_calls import LiveGroupState
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction
+from offsets_platform.kafka.admin_describe import MemberDescription
 
 pytestmark = pytest.mark.fast  # make test-fast
 
@@ -42,3 +43,12 @@ def test_a_stale_offset_is_kept_when_the_topic_is_subscribed_again_or_committed_
     assert "subscribes to old again" in changed_facts(STALE, live("Stable", 1, frozenset({"t", "old"}), offsets))
     assert "committed again" in changed_facts(STALE, live("Stable", 1, frozenset({"t"}), {("old", 0): 4}))
     assert "no longer committed" in changed_facts(STALE, live("Stable", 1, frozenset({"t"}), {}))
+
+
+def test_a_regex_member_subscribes_to_the_topics_re2j_matches_as_the_broker_resolves_them():
+    # Kafka's coordinator compiles a KIP-848 regular expression with RE2/J and matches whole topic
+    # names (TopicRegexResolver); POSIX classes are RE2 syntax, a nested set to Python's `re`.
+    member = MemberDescription("m", None, None, None, (), "[[:digit:]]+-events", [])
+    assert member.topics(["2024-events", "web-events", "2024-events-old"]) == {"2024-events"}
+    # a look-ahead is no RE2 syntax (the broker refuses it): the subscription is unknown, not empty
+    assert MemberDescription("m", None, None, None, (), "(?=x).*", []).topics(["x"]) is None

@@ -1,7 +1,9 @@
 """The live re-check, delete-offsets and apply on KIP-848, streams and share groups.
 
 DescribeGroups answers GROUP_ID_NOT_FOUND for every group that is not classic; these groups must
-still read with their type, state and members. The groups are made by real clients against the
+still read with their type, state and members. Kafka judges what the re-check lets through: a
+streams group's offsets outside its topology, and an Empty share group's state in
+`__share_group_state`, which DeleteGroups deletes. The groups are made by real clients against the
 embedded broker: confluent-kafka members with group.protocol=consumer (one subscribed by regex),
 Kafka's console share consumer and Kafka Streams' WordCountDemo with group.protocol=streams.
 """
@@ -14,21 +16,28 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from confluent_kafka import Consumer
+from confluent_kafka.admin import AdminClient
 
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.direct import TopicRequest, run_delete_offsets
-from offsets_platform.cleanup.kafka_calls import live_group
-from offsets_platform.cleanup.plans import DELETE_GROUPS, CleanupPlan, PlannedAction, offset_key, save_plan
+from offsets_platform.cleanup.kafka_calls import delete_offsets, live_group
+from offsets_platform.cleanup.plans import (
+    DELETE_GROUPS, CleanupPlan, PlannedAction, offset_key, save_plan, share_state_partitions,
+)
+from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshot_collect import take_snapshot
+from proving_ground.workload.live.clients import set_group_config
 from proving_ground.workload.live.jvm_members import JvmMembers
-from tests.cleanup.direct_helpers import PAYMENTS, commit, create_topics, produce_counts
+from tests.cleanup.apply_helpers import approved_plan, offset_delete_actions
+from tests.cleanup.direct_helpers import PAYMENTS, commit, create_topics, produce_counts, standalone_commit
 
 QUIET = {"emit": lambda line: None}
 GROUP = "kip848-app"
 PREFIX_A, PREFIX_B = "prefix-a", "prefix-b"
 STREAMS_INPUT, STREAMS_OUTPUT = "streams-plaintext-input", "streams-wordcount-output"
 SHARE_TOPIC = "alerts"
+IDLE_SHARE = "alerts-idle"  # a share group whose one member leaves: Empty, with state in __share_group_state
 
 
 def kip848_member(bootstrap: str, group: str, topics: list[str]) -> Consumer:
@@ -137,14 +146,24 @@ def test_apply_skips_deleting_a_kip848_group_that_gained_a_member_and_deletes_it
 
 @pytest.fixture(scope="module")
 def jvm_groups(bootstrap):
-    """A share group ("alerts-share", one console share consumer on alerts) and a streams group
-    ("wordcount", one WordCountDemo), both Stable, the streams group with committed offsets."""
+    """Two share groups ("alerts-share" and IDLE_SHARE, one console share consumer each on alerts)
+    and a streams group ("wordcount", one WordCountDemo), all Stable, the streams group with
+    committed offsets: those of its topology, and one on payments committed before the application
+    first ran, which the empty group kept when the streams member converted it
+    (GroupMetadataManager.getOrCreateStreamsGroup), as an application moved to Kafka Streams keeps
+    its consumer's."""
     create_topics(bootstrap, {SHARE_TOPIC: (1, {}), STREAMS_INPUT: (1, {}), STREAMS_OUTPUT: (1, {})})
     produce_counts(bootstrap, STREAMS_INPUT, [5])
     produce_counts(bootstrap, SHARE_TOPIC, [2])
+    standalone_commit(bootstrap, "wordcount", {(PAYMENTS, 0): 1})
     members = JvmMembers(bootstrap)
     try:
         members.start_share_consumer("alerts-share", SHARE_TOPIC)
+        # from the log start (share.auto.offset.reset=latest by default), so that it reads, and
+        # acknowledges, the alerts already there
+        set_group_config(AdminClient({"bootstrap.servers": bootstrap}), IDLE_SHARE,
+                         {"share.auto.offset.reset": "earliest"})
+        members.start_share_consumer(IDLE_SHARE, SHARE_TOPIC)
         members.start_wordcount("wordcount")
         yield members
     finally:
@@ -170,9 +189,7 @@ def test_share_and_streams_groups_read_with_their_type_state_and_members(jvm_gro
     streams = _wait_live(admin, "wordcount", lambda g: g.state == "Stable" and g.member_count
                          and (STREAMS_INPUT, 0) in g.committed_offsets)
     assert (streams.group_type, streams.protocol_type, streams.member_count) == ("streams", "streams", 1)
-    # a streams group with members is taken as subscribed to every topic it committed on
     assert STREAMS_INPUT in streams.subscribed_topics
-    assert {topic for topic, _ in streams.committed_offsets} <= streams.subscribed_topics
     refused = run_delete_offsets(admin, "wordcount", [TopicRequest(STREAMS_INPUT)])
     assert refused.refusal is not None and {row.outcome for row in refused.rows} == {"skipped"}
 
@@ -188,3 +205,64 @@ def test_share_and_streams_groups_read_with_their_type_state_and_members(jvm_gro
     assert STREAMS_INPUT in members["wordcount"]["subscribed_topics"]
     assert {"topic": STREAMS_INPUT, "partitions": [0]} in members["wordcount"]["assigned_partitions"]
     assert not [e for e in snapshot.errors if e["name"] in ("alerts-share", "wordcount")]
+
+
+def test_a_streams_group_subscribes_to_its_topology_only_and_its_other_offsets_are_deleted_as_kafka_does(
+        jvm_groups, admin, lake, connection):
+    streams = _wait_live(admin, "wordcount", lambda g: g.state == "Stable" and g.member_count
+                         and (STREAMS_INPUT, 0) in g.committed_offsets)
+    # StreamsGroup.isSubscribedToTopic: the topology's source and repartition source topics
+    assert STREAMS_INPUT in streams.subscribed_topics and PAYMENTS not in streams.subscribed_topics
+    assert {topic for topic, _ in streams.committed_offsets if topic != PAYMENTS} <= streams.subscribed_topics
+    assert streams.committed_offsets[(PAYMENTS, 0)] == 1
+    # Kafka's own answer: the topology's topic is refused, payments' offset is not
+    [refused] = delete_offsets(admin, "wordcount", [(STREAMS_INPUT, 0)])
+    assert refused.error == "GROUP_SUBSCRIBED_TO_TOPIC"
+
+    # the planner proposes what Kafka accepts (expirable_offsets' streams_unsubscribed_topic), and
+    # apply's re-check, which names the same topics subscribed, lets it through
+    plan = approved_plan(lake, offset_delete_actions(connection, "wordcount", PAYMENTS))
+    [row] = apply_plan(lake, connection, plan.plan_id, **QUIET).outcomes
+    assert (row["outcome"], row["error"]) == ("deleted", None), row
+    assert (PAYMENTS, 0) not in live_group(admin, "wordcount").committed_offsets
+
+
+def _share_state(admin, group: str) -> int:
+    """The start offset the share coordinator keeps for `group` on alerts-0 (-1: no state)."""
+    [topic] = admin.describe_share_group_offsets([group], {SHARE_TOPIC: [0]})[group].topics
+    return topic.partitions[0].start_offset
+
+
+def _delete_share_group(group: str, share_partitions: list[str]) -> PlannedAction:
+    return PlannedAction(DELETE_GROUPS, group, None, None, "idle", facts={
+        "group_state": "Empty", "member_count": 0, "offsets": {}, "share_partitions": share_partitions})
+
+
+def test_delete_groups_of_an_empty_share_group_deletes_its_state_which_plan_and_recheck_name(
+        jvm_groups, admin, lake, connection):
+    member = jvm_groups.processes[IDLE_SHARE]
+    _wait_live(admin, IDLE_SHARE, lambda g: member.output_lines() == 2)  # it printed (and acknowledged) both alerts
+    member.process.terminate()  # its shutdown hook closes the consumer, which leaves the group
+    member.process.wait(timeout=30)
+    live = _wait_live(admin, IDLE_SHARE, lambda g: g.state == "Empty")
+    # no committed offset, but the share partition's state (DescribeShareGroupOffsets)
+    assert live.committed_offsets == {} and set(live.share_start_offsets) == {(SHARE_TOPIC, 0)}
+    assert _share_state(admin, IDLE_SHARE) >= 0
+    # OffsetDelete does not reach that state ("Group alerts-idle is not a consumer group.",
+    # ShareGroup.validateOffsetDelete)
+    [refused] = delete_offsets(admin, IDLE_SHARE, [(SHARE_TOPIC, 0)])
+    assert refused.error == "GROUP_ID_NOT_FOUND" and _share_state(admin, IDLE_SHARE) >= 0
+    # what a plan's facts name: the share partitions of the log's ShareGroupStatePartitionMetadata
+    ingest_offsets_topic(connection, lake, **QUIET)
+    assert share_state_partitions(lake)[IDLE_SHARE] == [offset_key(SHARE_TOPIC, 0)]
+
+    # planned before the group consumed alerts: its state there is not what was approved
+    stale = approved_plan(lake, [_delete_share_group(IDLE_SHARE, [])])
+    [row] = apply_plan(lake, connection, stale.plan_id, **QUIET).outcomes
+    assert row["outcome"] == "skipped" and "state on partitions the plan does not name (alerts:0)" in row["detail"]
+
+    plan = approved_plan(lake, [_delete_share_group(IDLE_SHARE, [offset_key(SHARE_TOPIC, 0)])])
+    [row] = apply_plan(lake, connection, plan.plan_id, **QUIET).outcomes
+    assert (row["outcome"], row["error"]) == ("deleted", None), row
+    assert not live_group(admin, IDLE_SHARE).exists
+    assert _share_state(admin, IDLE_SHARE) == -1  # the share coordinator deleted the group's state

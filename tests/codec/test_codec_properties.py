@@ -27,7 +27,7 @@ def valid_records() -> list[tuple[bytes, bytes | None]]:
     records += [(enc.group_metadata_key("g"), enc.group_metadata_value(pt, 1, "range", "m", 9, [member, member], v))
                 for v in range(5) for pt in ("consumer", "connect")]
     records += [
-        (enc.consumer_group_metadata_key("cg"), enc.consumer_group_metadata_value(3, 77, 1000)),
+        (enc.consumer_group_metadata_key("cg"), enc.consumer_group_metadata_value(3, 77)),
         (enc.consumer_group_partition_metadata_key("cg"), enc.consumer_group_partition_metadata_value(
             [{"topic_id": TOPIC_ID, "topic_name": "t", "num_partitions": 2,
               "partition_metadata": [{"partition": 0, "racks": ["r1"]}]}])),

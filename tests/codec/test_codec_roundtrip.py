@@ -106,12 +106,10 @@ def test_group_metadata_reencodes_a_decoded_record_byte_for_byte():
 
 
 @settings(max_examples=40, deadline=None)
-@given(epoch=int32, metadata_hash=int64, created=st.sampled_from([-1, 0, 1_700_000_000_000]))
-def test_consumer_group_metadata_round_trip(epoch, metadata_hash, created):
-    rec = decode_record(enc.consumer_group_metadata_key("cg"),
-                        enc.consumer_group_metadata_value(epoch, metadata_hash, created))
-    assert (rec["epoch"], rec["metadata_hash"], rec["creation_time_ms"]) == (
-        epoch, metadata_hash, None if created == -1 else created)
+@given(epoch=int32, metadata_hash=int64)
+def test_consumer_group_metadata_round_trip(epoch, metadata_hash):
+    rec = decode_record(enc.consumer_group_metadata_key("cg"), enc.consumer_group_metadata_value(epoch, metadata_hash))
+    assert (rec["epoch"], rec["metadata_hash"]) == (epoch, metadata_hash)
 
 
 @settings(max_examples=40, deadline=None)

@@ -91,6 +91,11 @@ CASES = [
     # (a subscription changed): nobody is meant to read this topic, so not STOP and not ERR
     Case("unsubscribed", as_of=30, commits=[(m, 10 * (m + 1)) for m in range(5)], log_ends=[(0, 100), (30, 200)],
          subscribed_to=["another-topic"]),
+    # the falling-behind consumer, but the first snapshot of its topic comes at minute 2.5: the lags
+    # of the commits before it are unknown, the last one's is 333 - 220 = 113. One known lag shows
+    # no fall: WARN, as Burrow's checkIfLagNotDecreasing, which holds when it has nothing to compare
+    Case("one-known-lag", as_of=4, commits=[(0, 100), (1, 140), (2, 180), (3, 220)],
+         log_ends=[(2.5, 300), (4, 400)]),
     # the same log, the consumer 60 a minute: lags 100, 90, 80, 70
     Case("catching-up", as_of=4, commits=[(0, 100), (1, 160), (2, 220), (3, 280)],
          log_ends=[(0, 200), (4, 400)]),
@@ -228,6 +233,12 @@ def test_moving_offsets_whose_lag_never_falls_is_warn(rows):
     row = rows[("falling-behind", 0)]
     assert (row["status"], row["rule"], row["group_status"]) == ("WARN", "lag_not_decreasing", "WARN")
     assert (row["first_lag"], row["last_lag"]) == (100, 130)
+
+
+def test_moving_offsets_with_fewer_than_two_known_lags_are_warn_as_in_burrow(rows):
+    row = rows[("one-known-lag", 0)]
+    assert (row["status"], row["rule"], row["group_status"]) == ("WARN", "lag_not_decreasing", "WARN")
+    assert (row["count_observations"], row["first_lag"], row["last_lag"]) == (4, None, 113)
 
 
 def test_lag_that_falls_is_ok(rows):
