@@ -56,7 +56,8 @@ facts as (
         g.state_entered_at,
         g.state_source,
         s.topic is not null as topic_subscribed,
-        u.group_id is not null as subscriptions_unknown,
+        -- a member whose subscription could not be read, or members nobody could describe
+        u.group_id is not null or not coalesce(g.is_membership_known, true) as subscriptions_unknown,
         p.group_id is not null as pending_transaction,
         (select minutes from retention) as retention_minutes,
         (select minutes from retention) * 60000 as retention_ms,
@@ -75,10 +76,10 @@ by_group as (
             when pending_transaction then null
             when classification = 'kip848_consumer'
                 then
-                    case when topic_subscribed then null else 'kip848_unsubscribed_topic' end
+                    case when topic_subscribed or subscriptions_unknown then null else 'kip848_unsubscribed_topic' end
             when classification = 'streams'
                 then
-                    case when topic_subscribed then null else 'streams_unsubscribed_topic' end
+                    case when topic_subscribed or subscriptions_unknown then null else 'streams_unsubscribed_topic' end
             when classification = 'share' then null
             when group_state = 'Dead' or classification = 'standalone' then 'standalone'
             when group_state = 'Empty' then 'empty_group'
@@ -90,6 +91,8 @@ by_group as (
             when pending_transaction then 'pending transactional commit'
             when classification in ('kip848_consumer', 'streams') and topic_subscribed
                 then 'topic subscribed by a member'
+            when classification in ('kip848_consumer', 'streams') and subscriptions_unknown
+                then 'subscriptions unknown'
             when classification = 'share' then 'share groups keep no committed offsets'
             when group_state in ('PreparingRebalance', 'CompletingRebalance') then 'group is rebalancing'
             when group_state = 'Stable' and classification = 'other_protocol'

@@ -2,7 +2,10 @@
 -- (exact commit times, tombstones applied) and the latest admin-API snapshot. Where both know a
 -- partition, the newer observation wins: a log record newer than the snapshot, or a snapshot
 -- newer than the log record. A snapshot that covered the group but no longer lists a partition
--- means the offset was removed after the log record.
+-- means the offset was removed after the log record. A snapshot covers a group when its OffsetFetch
+-- of the group succeeded: the group was listed, or asked about by name and found in no describe
+-- API (gone: OffsetFetch answers nothing for it). A failed OffsetFetch (a coordinator moving or
+-- loading, an ACL) says nothing about the group's offsets: the log's stand.
 with log_offsets as (
     select * from {{ ref('log_offset_state') }}
 ),
@@ -12,14 +15,39 @@ snap as (
 ),
 
 latest_snapshot as (
-    select max(snapshot_at) as snapshot_at from snap
+    select
+        snapshot_id,
+        snapshot_at
+    from {{ ref('stg_snapshots__complete_snapshots') }}
+    where is_latest
+),
+
+latest_errors as (
+    select
+        e.subject as group_id,
+        e.operation,
+        e.error_name
+    from {{ ref('stg_snapshots__errors') }} as e
+    inner join latest_snapshot as l on e.snapshot_id = l.snapshot_id
+    where e.scope = 'group'
+),
+
+asked_groups as (
+    -- every group the latest snapshot sent OffsetFetch for
+    select g.group_id
+    from {{ ref('stg_snapshots__groups') }} as g
+    inner join latest_snapshot as l on g.snapshot_id = l.snapshot_id
+    union
+    select group_id
+    from latest_errors
+    where operation = 'DescribeGroups' and error_name = 'GROUP_ID_NOT_FOUND'
 ),
 
 snapshot_groups as (
-    -- groups the latest snapshot described and fetched offsets of without an error
-    select distinct g.group_id
-    from {{ ref('stg_snapshots__groups') }} as g
-    inner join {{ ref('stg_snapshots__complete_snapshots') }} as l on g.snapshot_id = l.snapshot_id and l.is_latest
+    -- the groups whose offsets the latest snapshot fetched without an error
+    select a.group_id
+    from asked_groups as a
+    left anti join latest_errors as e on a.group_id = e.group_id and e.operation = 'OffsetFetch'
 ),
 
 joined as (

@@ -6,7 +6,10 @@
   subscribes to nothing, so every offset of an Empty KIP-848 or streams group would qualify, and
   a group briefly Empty during a redeploy would restart from auto.offset.reset.
 - DeleteGroups (KIP-229) for groups Empty, without members, for longer than `idle_hours`, of
-  every kind (classic, KIP-848, streams; Kafka deletes an Empty group of any of them).
+  every kind (classic, KIP-848, streams; Kafka deletes an Empty group of any of them). A
+  standalone group (assign() and commit, no group record) is Empty by definition, however often
+  it commits, so it is proposed only once each of its offsets is past Kafka's own expiry
+  (OffsetMetadataManager.cleanupExpiredOffsets would remove them, and then the group, anyway).
 
 Never an offset of a topic a member subscribes to, never a group with members. Kafka would refuse
 such an action when applied (GROUP_SUBSCRIBED_TO_TOPIC, NON_EMPTY_GROUP), but a plan that holds
@@ -72,11 +75,16 @@ def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> Clea
         idle = [row for row in lake.query(
             f"""select g.group_id as "group", g.state, g.state_entered_at, g.classification,
                        count(o.topic) as committed_offsets
-                from group_state g left join committed_offsets o on o.group_id = g.group_id
+                from group_state g
+                left join committed_offsets o on o.group_id = g.group_id
+                left join expirable_offsets e
+                  on e.group_id = o.group_id and e.topic = o.topic and e.partition_id = o.partition_id
                 where g.state = 'Empty' and g.count_members = 0
                   and g.state_entered_at < to_timestamp_micros({int(now.timestamp() * 1e6)})
                                       - interval {idle_interval}
                 group by g.group_id, g.state, g.state_entered_at, g.classification
+                having g.classification <> 'standalone'
+                    or count(o.topic) = count(case when e.is_expired then 1 end)
                 order by g.group_id""",
-            "group_state", "committed_offsets").to_pylist()]
+            "group_state", "committed_offsets", "expirable_offsets").to_pylist()]
     return CleanupCandidates(offset_deletes=stale, group_deletes=idle, idle_hours=idle_hours)

@@ -15,6 +15,9 @@ not an error; bytes that are there but do not decode leave the decoded columns n
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from typing import Iterable
+
 from offsets_platform.kafka.admin_calls import (
     CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient,
 )
@@ -22,9 +25,11 @@ from offsets_platform.ingest.snapshot_rows import SnapshotRows, sendable
 from offsets_platform.kafka.admin_describe import OPERATIONS, GroupDescription, describe_groups
 
 NOT_FOUND = "GROUP_ID_NOT_FOUND"
+MISSING_FROM_RESPONSE = "MISSING_FROM_RESPONSE"
 
 
-def collect_groups(admin: SnapshotAdminClient, rows: SnapshotRows, group_ids: list[str] | None = None) -> None:
+def collect_groups(admin: SnapshotAdminClient, rows: SnapshotRows, group_ids: list[str] | None = None,
+                   known_groups: Iterable[str] = ()) -> None:
     """Add every group's type, state, members and committed offsets to `rows`.
 
     Args:
@@ -32,11 +37,18 @@ def collect_groups(admin: SnapshotAdminClient, rows: SnapshotRows, group_ids: li
         rows: where rows and per-group errors go.
         group_ids: the groups to snapshot; None lists every group of the cluster (ListGroups). An
             id no request can carry is an INVALID_GROUP_ID error row and is not asked about.
+        known_groups: with `group_ids` None, groups known elsewhere (the lake) that are asked
+            about by name when ListGroups does not list them. ListGroups alone cannot tell a
+            deleted group from one it missed (a partition moving between coordinators is listed
+            by neither, GroupCoordinatorService.listGroups; an ACL hides a group), so only a
+            group no describe API knows is recorded as gone (GROUP_ID_NOT_FOUND).
     """
     listed: dict[str, dict] = {}
     if group_ids is None:
-        listed = {group["group_id"]: group for group in rows.guarded("broker", None, "ListGroups", admin.list_groups) or []}
-        group_ids = sorted(listed)
+        answer = rows.guarded("broker", None, "ListGroups", admin.list_groups)
+        listed = {group["group_id"]: group for group in answer or []}
+        unlisted = set(known_groups) - set(listed) if answer is not None else set()
+        group_ids = sorted(listed) + sorted(g for g in unlisted if sendable(rows, "group", g, "DescribeGroups"))
     else:
         group_ids = [group_id for group_id in group_ids if sendable(rows, "group", group_id, "DescribeGroups")]
     types = {group_id: group.get("group_type") for group_id, group in listed.items()}
@@ -106,13 +118,20 @@ def _add_group(admin: SnapshotAdminClient, rows: SnapshotRows, group: GroupDescr
 
 def _add_committed_offsets(admin: SnapshotAdminClient, rows: SnapshotRows, group_id: str) -> None:
     # {group: None} asks for every partition the group committed (KIP-88), in one OffsetFetch.
+    # fetched_at is taken before it is sent: a commit earlier than that is in the answer.
+    fetched_at = datetime.now(timezone.utc)
     fetched = rows.guarded("group", group_id, "OffsetFetch", admin.list_group_offsets, {group_id: None})
     if fetched is None:
         return
-    for tp, committed in sorted(fetched.get(group_id, {}).items()):
+    if group_id not in fetched:
+        # An answer must name every group it was asked about. Without an error row this group
+        # would look fetched with no offsets, and the models would read its offsets as removed.
+        rows.error("group", group_id, "OffsetFetch", MISSING_FROM_RESPONSE, "the broker's answer did not mention this group")
+        return
+    for tp, committed in sorted(fetched[group_id].items()):
         if committed.offset < 0:  # the broker's "no committed offset"
             continue
         epoch = committed.leader_epoch
         rows.add("committed_offset_snapshots", group=group_id, topic=tp.topic, partition=tp.partition,
                  committed_offset=committed.offset, leader_epoch=epoch if epoch is not None and epoch >= 0 else None,
-                 metadata=committed.metadata)
+                 metadata=committed.metadata, fetched_at=fetched_at)

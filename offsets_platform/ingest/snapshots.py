@@ -58,13 +58,25 @@ def snapshot_cluster(
         BrokerUnreachable: the cluster did not answer within about 15 s; nothing was written.
     """
     started = time.monotonic()
-    snapshot = take_snapshot(connection, offsets_retention_fallback_minutes=offsets_retention_fallback_minutes)
+    snapshot = take_snapshot(connection, known_groups=groups_the_models_know(lake),
+                             offsets_retention_fallback_minutes=offsets_retention_fallback_minutes)
     rows_written = write_snapshot(lake, snapshot)
     result = SnapshotResult(snapshot.snapshot_id, snapshot.snapshot_at, rows_written, snapshot.errors,
                             time.monotonic() - started)
     for line in summary_lines(snapshot, result.seconds):
         emit(line)
     return result
+
+
+def groups_the_models_know(lake: Lake) -> list[str]:
+    """The groups the last refresh saw alive (group_state, not Dead): the snapshot asks about each
+    by name when ListGroups does not list it, so that a group deleted since the last ingest is
+    known to be gone (see `collect_groups`). None before the models ran, nor in a lake that was
+    not handed the model tables."""
+    if "group_state" not in lake.tables or not lake.exists("group_state"):
+        return []
+    alive = lake.query("select group_id from group_state where state <> 'Dead'", "group_state")
+    return alive.column("group_id").to_pylist()
 
 
 def write_snapshot(lake: Lake, snapshot: ClusterSnapshot) -> dict[str, int]:

@@ -2,8 +2,9 @@
 
 The module's groups: `orders-active`, Stable, subscribed to orders; `search-changed`, Stable,
 subscribed to payments, with committed offsets left on orders (a topic it no longer reads);
-`reports-stopped`, a consumer group that committed and left (Empty); `ledger-standalone`, offsets
-committed without ever joining. With idle_hours=0 every Empty group is "idle".
+`reports-stopped` and `batch-done`, consumer groups that committed and left (Empty);
+`ledger-standalone`, offsets committed without ever joining. With idle_hours=0 every Empty group
+is "idle", but a standalone group is proposed only once Kafka would expire its offsets.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def cluster(spark, bootstrap, connection, tmp_path_factory):
         members.append(join_group(bootstrap, CHANGED, [KEPT_TOPIC], 2))
         commit(members[-1], {**STALE_OFFSETS, (PAYMENTS, 0): (3, ""), (PAYMENTS, 1): (5, "")})
         empty_group(bootstrap, "reports-stopped", [ORDERS], {(ORDERS, 0): 5})
+        empty_group(bootstrap, "batch-done", [ORDERS], {(ORDERS, 1): 3})
         standalone_commit(bootstrap, "ledger-standalone", {(PAYMENTS, 1): 2})
         snapshot_cluster(connection, lake, **QUIET)
         ModelRunner(spark, lake, **QUIET).run_all()
@@ -64,7 +66,8 @@ def _targets(plan, action):
 
 def test_plan_holds_stale_offsets_and_idle_groups_and_nothing_of_active_groups(plan):
     assert _targets(plan, OFFSET_DELETE) == {(CHANGED, topic, p) for topic, p in STALE_OFFSETS}
-    assert {g for g, _, _ in _targets(plan, DELETE_GROUPS)} == {"reports-stopped", "ledger-standalone"}
+    assert {g for g, _, _ in _targets(plan, DELETE_GROUPS)} == {"reports-stopped", "batch-done"}
+    assert "ledger-standalone" not in {a.group for a in plan.actions}, "its offset is not past Kafka's expiry"
     assert "orders-active" not in {a.group for a in plan.actions}
     for action in (a for a in plan.actions if a.action == OFFSET_DELETE):
         assert action.facts["group_state"] == "Stable" and action.facts["subscribed_topics"] == [KEPT_TOPIC]
@@ -111,18 +114,18 @@ def test_apply_deletes_exactly_what_was_approved_and_skips_what_changed(cluster,
     groups = {a.group: a for a in plan.actions if a.action == DELETE_GROUPS}
     approve(lake, plan.plan_id, "alice", comment="stale offsets and idle groups",
             action_ids=[a.action_id for a in approved_offsets]
-            + [groups["ledger-standalone"].action_id, groups["reports-stopped"].action_id])
+            + [groups["batch-done"].action_id, groups["reports-stopped"].action_id])
 
     # between approval and apply, the stopped group gets a member again
     member = _member_joins(bootstrap, "reports-stopped", ORDERS)
     try:
         dry = apply_plan(lake, connection, plan.plan_id, dry_run=True, **QUIET)
         assert dry.count("dry_run") == len(approved_offsets) + 1 and dry.count("deleted") == 0
-        assert "ledger-standalone" in _listed_groups(connection), "a dry run sends nothing"
+        assert "batch-done" in _listed_groups(connection), "a dry run sends nothing"
 
         result = apply_plan(lake, connection, plan.plan_id, requested_by="bob", **QUIET)
         deleted = {(r["group"], r["topic"], r["partition"]) for r in result.outcomes if r["outcome"] == "deleted"}
-        assert deleted == {(a.group, a.topic, a.partition) for a in approved_offsets} | {("ledger-standalone", None, None)}
+        assert deleted == {(a.group, a.topic, a.partition) for a in approved_offsets} | {("batch-done", None, None)}
         (skipped,) = [r for r in result.outcomes if r["outcome"] == "skipped"]
         assert skipped["group"] == "reports-stopped" and "gained members" in skipped["detail"]
 
@@ -131,7 +134,7 @@ def test_apply_deletes_exactly_what_was_approved_and_skips_what_changed(cluster,
         assert not [a for a in approved_offsets if (a.topic, a.partition) in remaining]
         assert (left_alone.topic, left_alone.partition) in remaining, "an unapproved action is not applied"
         listed = _listed_groups(connection)
-        assert "ledger-standalone" not in listed and "reports-stopped" in listed
+        assert "batch-done" not in listed and {"reports-stopped", "ledger-standalone"} <= listed
 
         again = apply_plan(lake, connection, plan.plan_id, **QUIET)
         assert again.count("deleted") == again.count("failed") == 0, "done actions are not repeated"

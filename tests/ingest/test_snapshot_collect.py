@@ -245,6 +245,35 @@ def test_log_start_moves_after_delete_records(cluster, connection):
     assert (after[0]["log_start_offset"], after[0]["log_end_offset"]) == (6, 10)
 
 
+def test_each_read_carries_its_time_offsets_before_log_offsets(snapshot):
+    # a commit made while the snapshot runs is placed by these, not by snapshot_at
+    fetched = [r["fetched_at"] for r in snapshot.rows("committed_offset_snapshots")]
+    listed = [r["listed_at"] for r in snapshot.rows("log_offset_snapshots")]
+    assert fetched and listed
+    assert snapshot.snapshot_at <= min(fetched) and max(fetched) <= min(listed)
+
+
+def test_max_timestamps_are_the_largest_record_timestamps_of_each_timestamp_type(cluster, connection):
+    create_topics(cluster.bootstrap, {"stamped": (1, {"message.timestamp.type": "CreateTime", "retention.ms": "-1"}),
+                                      "appended": (1, {"message.timestamp.type": "LogAppendTime"}),
+                                      "unwritten": (1, {})})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for stamp in (1_000_000, 3_000_000, 2_000_000):  # a mirror's old timestamps, out of order
+        producer.produce("stamped", value=b"x", partition=0, timestamp=stamp)
+    before = int(time.time() * 1000)
+    producer.produce("appended", value=b"x", partition=0, timestamp=1_000_000)  # the broker stamps it
+    assert producer.flush(30) == 0
+    after = int(time.time() * 1000)
+    snapshot = take_snapshot(connection, groups=[], topics=["stamped", "appended", "unwritten"])
+    logs = by(snapshot.rows("log_offset_snapshots"), "topic")
+    assert logs["stamped"]["max_timestamp_ms"] == 3_000_000  # the largest, not the last
+    assert before <= logs["appended"]["max_timestamp_ms"] <= after
+    assert logs["unwritten"]["max_timestamp_ms"] is None  # an empty partition has none
+    types = {r["topic"]: r["message_timestamp_type"] for r in snapshot.rows("topic_configs")}
+    assert types == {"stamped": "CreateTime", "appended": "LogAppendTime", "unwritten": "CreateTime"}
+    assert not snapshot.errors
+
+
 # -- errors stay per group or topic ----------------------------------------------------------
 
 def join_with_raw_bytes(bootstrap: str, group: str, subscription: bytes, assignment: bytes,
@@ -390,3 +419,23 @@ def test_error_names_are_kafkas():
     assert error_name(-1) == "UNKNOWN_SERVER_ERROR"
     assert error_name(6) == "NOT_LEADER_OR_FOLLOWER"
     assert error_name(Errors.KafkaTimeoutError("slow")) == "KafkaTimeoutError"
+
+
+def test_a_known_group_deleted_since_is_asked_about_by_name_and_found_nowhere(cluster, connection):
+    # A standalone group commits, then Kafka's own DeleteGroups removes it (as another tool would
+    # after the lake's last ingest): ListGroups no longer lists it, and asked about by name, no
+    # describe API knows it. A known group ListGroups does list is not asked about again.
+    committer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "deleted-elsewhere",
+                          "enable.auto.commit": False})
+    committer.commit(offsets=[TopicPartition(ORDERS, 0, 1)], asynchronous=False)
+    committer.close()
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for future in admin.delete_consumer_groups(["deleted-elsewhere"], request_timeout=15).values():
+        future.result(timeout=15)
+    snapshot = take_snapshot(connection, known_groups=["deleted-elsewhere", "stopped-app"], topics=[])
+    groups = by(snapshot.rows("group_snapshots"), "group")
+    assert "deleted-elsewhere" not in groups and "stopped-app" in groups
+    errors = [(e["scope"], e["name"], e["operation"], e["error"]) for e in snapshot.errors
+              if e["name"] in ("deleted-elsewhere", "stopped-app")]
+    assert errors == [("group", "deleted-elsewhere", "DescribeGroups", "GROUP_ID_NOT_FOUND")]
+    assert not [row for row in snapshot.rows("committed_offset_snapshots") if row["group"] == "deleted-elsewhere"]

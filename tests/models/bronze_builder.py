@@ -2,7 +2,8 @@
 
 Every method adds rows with only the fields a rule looks at; the rest are filled with what
 ingest writes (nulls, a run id). Log records of one group get increasing source offsets in
-one `__consumer_offsets` partition, in the order they are added, as Kafka appends them.
+one `__consumer_offsets` partition (0 unless a commit names another), in the order they are
+added, as Kafka appends them.
 """
 
 from __future__ import annotations
@@ -44,21 +45,48 @@ def kafka_times(**millis: int | None) -> dict:
 class BronzeBuilder:
     def __init__(self):
         self.rows: dict[str, list[dict]] = defaultdict(list)
-        self._next_offset = 0
+        self._next_offsets: dict[int, int] = defaultdict(int)  # per __consumer_offsets partition
+        self._skipped: dict[int, int] = defaultdict(int)
+
+    @property
+    def _next_offset(self) -> int:
+        """The next source offset of partition 0, where records go by default."""
+        return self._next_offsets[0]
+
+    @_next_offset.setter
+    def _next_offset(self, offset: int) -> None:
+        self._next_offsets[0] = offset
 
     def _log(self, table: str, written_at: datetime, **fields) -> dict:
-        row = {"source_partition": 0, "source_offset": self._next_offset, "source_timestamp": written_at,
-               "ingest_run_id": "test", "ingested_at": written_at, "key_version": 1, **fields}
-        self._next_offset += 1
+        partition = fields.get("source_partition", 0)
+        row = {"source_partition": partition, "source_offset": self._next_offsets[partition],
+               "source_timestamp": written_at, "ingest_run_id": "test", "ingested_at": written_at, "key_version": 1,
+               **fields}
+        self._next_offsets[partition] += 1
         self.rows[table].append(row)
         return row
 
     # --- __consumer_offsets records ---------------------------------------------------------
     def commit(self, group: str, topic: str, partition: int, offset: int, committed_at: datetime,
-               expire_at: datetime | None = None) -> None:
+               expire_at: datetime | None = None, source_partition: int = 0) -> None:
         self._log("offset_commit_records", committed_at, group=group, topic=topic, partition=partition,
                   tombstone=False, value_version=1 if expire_at else 3, offset=offset, leader_epoch=-1,
-                  metadata="", commit_timestamp=committed_at, expire_timestamp=expire_at)
+                  metadata="", commit_timestamp=committed_at, expire_timestamp=expire_at,
+                  source_partition=source_partition)
+
+    def compacted_away(self, source_partition: int = 0) -> None:
+        """A record ingest never saw: the log cleaner removed it before ingest read its offset."""
+        self._next_offsets[source_partition] += 1
+        self._skipped[source_partition] += 1
+
+    def ingest_checkpoints(self, checkpointed_at: datetime) -> None:
+        """Ingest's checkpoint of every partition so far, one batch each: every offset was read,
+        and those `compacted_away` never reached bronze."""
+        for partition, next_offset in self._next_offsets.items():
+            self.rows["offsets_topic_checkpoints"].append({
+                "ingest_run_id": "test", "source_topic": "__consumer_offsets", "source_partition": partition,
+                "next_offset": next_offset, "record_count": next_offset - self._skipped[partition],
+                "checkpointed_at": checkpointed_at})
 
     def commit_ms(self, group: str, topic: str, partition: int, offset: int, commit_ms: int,
                   expire_ms: int | None = None, written_at: datetime | None = None,
@@ -140,13 +168,14 @@ class BronzeBuilder:
     # --- admin-API snapshots ----------------------------------------------------------------
     def snapshot(self, snapshot_at: datetime, groups: list[dict] = (), members: list[dict] = (),
                  offsets: list[dict] = (), logs: list[dict] = (), topics: list[dict] = (),
-                 retention_minutes: int = 10080) -> str:
-        """One complete snapshot; each list holds rows of its table without the snapshot fields."""
+                 retention_minutes: int = 10080, errors: list[dict] = ()) -> str:
+        """One complete snapshot; each list holds rows of its table without the snapshot fields
+        (`errors`: rows of snapshot_errors, the calls that failed)."""
         snapshot_id = f"s-{snapshot_at:%Y%m%d%H%M%S}"
         common = {"snapshot_id": snapshot_id, "snapshot_at": snapshot_at}
         for table, rows in (("group_snapshots", groups), ("group_member_snapshots", members),
                             ("committed_offset_snapshots", offsets), ("log_offset_snapshots", logs),
-                            ("topic_configs", topics)):
+                            ("topic_configs", topics), ("snapshot_errors", errors)):
             self.rows[table] += [{**common, **row} for row in rows]
         self.rows["broker_configs"].append({**common, "offsets_retention_minutes": retention_minutes,
                                             "offsets_retention_source": "broker"})

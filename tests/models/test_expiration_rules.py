@@ -22,6 +22,80 @@ RETENTION = timedelta(minutes=1440)
 AS_OF = at(days=3)
 
 
+def where_snapshots_meet_the_log(b: BronzeBuilder) -> dict:
+    """Groups whose verdict needs both sources: their log records, a snapshot at day 1, and their
+    rows of the day-2 snapshot (returned, keyed by the snapshot's lists)."""
+    classic_stable = {"state": "Stable", "protocol_type": "consumer", "protocol": "range"}
+    # A classic group that ran again between the two snapshots, both of which saw it Empty: Kafka
+    # wrote a record at each return to Empty, and counts from the latest (ClassicGroup.transitionTo).
+    b.group_record("rerun", at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
+    b.commit("rerun", "orders", 0, 70, at(hours=2))
+    b.group_record("rerun", at(hours=3), members={}, current_state_at=at(hours=3), generation=2)
+    b.group_record("rerun", at(days=1, hours=21), members={"m2": ["orders"]},
+                   current_state_at=at(days=1, hours=21), generation=3)
+    b.commit("rerun", "orders", 0, 71, at(days=1, hours=21, minutes=30))
+    b.group_record("rerun", at(days=1, hours=22), members={}, current_state_at=at(days=1, hours=22), generation=4)
+    # A standalone committer (assign() and commit: no group record), listed by both snapshots,
+    # that committed again after the latest one.
+    b.commit("standalone-live", "quiet", 0, 1, at(hours=1))
+    b.commit("standalone-live", "quiet", 0, 2, at(days=2, hours=10))
+    # A KIP-848 group whose ConsumerGroupDescribe was refused (an ACL on one of its topics): the
+    # log's member records say what it subscribes to.
+    b.kip848_group("acl-kip848", at(hours=1))
+    b.kip848_member("acl-kip848", "m1", at(hours=1), topics=["payments"])
+    b.commit("acl-kip848", "payments", 0, 80, at(hours=2))
+    b.commit("acl-kip848", "refunds", 0, 81, at(hours=3))
+    # A classic group the log last saw go Empty, which ListGroups now reports Stable while its
+    # coordinator was loading: members (and so subscriptions) unknown.
+    b.group_record("loading-classic", at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
+    b.commit("loading-classic", "old-topic", 0, 82, at(hours=2))
+    b.group_record("loading-classic", at(hours=5), members={}, current_state_at=at(hours=5), generation=2)
+    # Groups deleted by another tool after the last ingest: no describe API knows them now.
+    b.group_record("deleted-elsewhere", at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
+    b.commit("deleted-elsewhere", "orders", 0, 83, at(hours=2))
+    b.group_record("deleted-elsewhere", at(hours=3), members={}, current_state_at=at(hours=3), generation=2)
+    b.commit("standalone-deleted", "quiet", 0, 84, at(hours=2))
+    # ... and one that committed again after the snapshot that did not find it.
+    b.commit("recreated", "quiet", 0, 85, at(days=2, hours=2))
+    # A Stable group whose OffsetFetch failed in the latest snapshot (its coordinator moving).
+    b.group_record("fetch-failed", at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
+    b.commit("fetch-failed", "orders", 0, 86, at(hours=2))
+
+    empty = {"state": "Empty", "protocol_type": "consumer", "protocol": "", "member_count": 0}
+    standalone = {"state": "Empty", "protocol_type": "", "protocol": "", "member_count": 0}
+    b.snapshot(at(days=1), retention_minutes=int(RETENTION.total_seconds() // 60),
+               groups=[{"group": "rerun", **empty}, {"group": "standalone-live", **standalone}],
+               offsets=[{"group": "rerun", "topic": "orders", "partition": 0, "committed_offset": 70},
+                        {"group": "standalone-live", "topic": "quiet", "partition": 0, "committed_offset": 1}])
+
+    def error(group, operation, name):
+        return {"scope": "group", "name": group, "operation": operation, "error": name, "message": "refused"}
+
+    return {
+        "groups": [{"group": "rerun", **empty}, {"group": "standalone-live", **standalone},
+                   {"group": "acl-kip848", "group_type": "consumer", "state": "Stable", "protocol_type": "consumer"},
+                   {"group": "acl-snap-only", "group_type": "consumer", "state": "Stable",
+                    "protocol_type": "consumer"},
+                   {"group": "loading-classic", "group_type": "classic", "state": "Stable",
+                    "protocol_type": "consumer"},
+                   {"group": "fetch-failed", "member_count": 1, **classic_stable}],
+        "members": [{"group": "fetch-failed", "member_id": "m1", "subscribed_topics": ["orders"]}],
+        "offsets": [{"group": "rerun", "topic": "orders", "partition": 0, "committed_offset": 71},
+                    {"group": "standalone-live", "topic": "quiet", "partition": 0, "committed_offset": 1},
+                    {"group": "acl-kip848", "topic": "payments", "partition": 0, "committed_offset": 80},
+                    {"group": "acl-kip848", "topic": "refunds", "partition": 0, "committed_offset": 81},
+                    {"group": "acl-snap-only", "topic": "payments", "partition": 0, "committed_offset": 90},
+                    {"group": "loading-classic", "topic": "old-topic", "partition": 0, "committed_offset": 82}],
+        "errors": [error("acl-kip848", "ConsumerGroupDescribe", "TOPIC_AUTHORIZATION_FAILED"),
+                   error("acl-snap-only", "ConsumerGroupDescribe", "TOPIC_AUTHORIZATION_FAILED"),
+                   error("loading-classic", "DescribeGroups", "COORDINATOR_LOAD_IN_PROGRESS"),
+                   error("deleted-elsewhere", "DescribeGroups", "GROUP_ID_NOT_FOUND"),
+                   error("standalone-deleted", "DescribeGroups", "GROUP_ID_NOT_FOUND"),
+                   error("recreated", "DescribeGroups", "GROUP_ID_NOT_FOUND"),
+                   error("fetch-failed", "OffsetFetch", "NOT_COORDINATOR")],
+    }
+
+
 @pytest.fixture(scope="module")
 def expirable(spark, module_lake):
     b = BronzeBuilder()
@@ -107,16 +181,17 @@ def expirable(spark, module_lake):
     b.group_record("empty-seen-later", at(hours=1), members={"m1": ["orders"]}, current_state_at=at(hours=1))
     b.commit("empty-seen-later", "orders", 0, 18, at(hours=2))
     b.group_record("empty-seen-later", at(hours=5), members={}, current_state_at=at(hours=5), generation=2)
-    b.snapshot(at(days=2), retention_minutes=int(RETENTION.total_seconds() // 60),
-               groups=[{"group": "rebalancing", "state": "PreparingRebalance", "protocol_type": "consumer",
+    met = where_snapshots_meet_the_log(b)
+    b.snapshot(at(days=2), retention_minutes=int(RETENTION.total_seconds() // 60), errors=met["errors"],
+               groups=met["groups"] + [{"group": "rebalancing", "state": "PreparingRebalance", "protocol_type": "consumer",
                         "protocol": "", "member_count": 1},
                        {"group": "empty-seen-later", "state": "Empty", "protocol_type": "consumer",
                         "protocol": "", "member_count": 0},
                        # a KIP-848 group known from snapshots only (no access to the log)
                        {"group": "snap-kip848", "group_type": "consumer", "state": "Stable",
                         "protocol_type": "consumer", "protocol": "uniform", "member_count": 1}],
-               members=[{"group": "snap-kip848", "member_id": "k1", "subscribed_topics": ["payments"]}],
-               offsets=[{"group": "rebalancing", "topic": "old-topic", "partition": 0, "committed_offset": 17},
+               members=met["members"] + [{"group": "snap-kip848", "member_id": "k1", "subscribed_topics": ["payments"]}],
+               offsets=met["offsets"] + [{"group": "rebalancing", "topic": "old-topic", "partition": 0, "committed_offset": 17},
                         {"group": "empty-seen-later", "topic": "orders", "partition": 0, "committed_offset": 18},
                         {"group": "snap-kip848", "topic": "payments", "partition": 0, "committed_offset": 60},
                         {"group": "snap-kip848", "topic": "refunds", "partition": 0, "committed_offset": 61}])
@@ -262,3 +337,75 @@ def test_the_cleanup_plan_waits_for_idle_empty_groups_of_every_kind(expirable, m
     idle = {row["group"]: row["classification"] for row in candidates.group_deletes}
     assert idle["kip848-empty"] == "kip848_consumer" and idle["streams-empty"] == "streams"
     assert "empty-ts" in idle and "stable" not in idle and "kip848" not in idle
+
+
+# --- Where the snapshots and the log meet ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def groups(expirable, module_lake):
+    return rows_by(module_lake, "group_state", "group_id")
+
+
+def test_a_group_that_ran_between_two_snapshots_is_empty_since_its_latest_record(expirable, groups):
+    # Both snapshots saw it Empty, the first at day 1; the log saw it return to Empty later.
+    assert groups["rerun"]["state_entered_at"] == at(days=1, hours=22)
+    row = expirable[("rerun", "orders", 0)]
+    assert (row["rule"], row["base_at"]) == ("empty_group", at(days=1, hours=22))
+    assert row["expires_at"] == at(days=1, hours=22) + RETENTION and row["is_base_estimated"] is False
+
+
+def test_a_standalone_group_is_idle_since_its_last_commit_not_since_a_snapshot_listed_it(expirable, groups):
+    assert (groups["standalone-live"]["classification"], groups["standalone-live"]["state"]) == ("standalone", "Empty")
+    assert groups["standalone-live"]["state_entered_at"] == at(days=2, hours=10)
+    row = expirable[("standalone-live", "quiet", 0)]
+    assert (row["rule"], row["committed_offset"]) == ("standalone", 2)
+    assert row["expires_at"] == at(days=2, hours=10) + RETENTION and row["is_expired"] is False
+
+
+def test_a_refused_describe_falls_back_to_the_logs_members(expirable, groups):
+    assert (groups["acl-kip848"]["state_source"], groups["acl-kip848"]["is_membership_known"]) == ("log", True)
+    subscribed = expirable[("acl-kip848", "payments", 0)]
+    assert (subscribed["rule"], subscribed["not_eligible_reason"]) == ("not_eligible", "topic subscribed by a member")
+    other = expirable[("acl-kip848", "refunds", 0)]
+    assert (other["rule"], other["expires_at"]) == ("kip848_unsubscribed_topic", at(hours=3) + RETENTION)
+
+
+def test_members_nobody_could_describe_mean_unknown_subscriptions_and_nothing_expires(expirable, groups):
+    for group, topic in (("acl-snap-only", "payments"), ("loading-classic", "old-topic")):
+        state = groups[group]
+        assert (state["state"], state["count_members"], state["is_membership_known"]) == ("Stable", None, False)
+        row = expirable[(group, topic, 0)]
+        assert (row["rule"], row["not_eligible_reason"]) == ("not_eligible", "subscriptions unknown")
+        assert row["expires_at"] is None and row["is_expired"] is False and row["is_abandoned"] is False
+
+
+def test_a_group_no_describe_api_knows_is_gone_with_its_offsets(expirable, groups, module_lake):
+    offsets = rows_by(module_lake, "committed_offsets", "group_id", "topic", "partition_id")
+    assert not [key for key in offsets if key[0] in ("deleted-elsewhere", "standalone-deleted")]
+    assert (groups["deleted-elsewhere"]["state"], groups["deleted-elsewhere"]["state_source"]) == ("Dead", "gone")
+    assert groups["deleted-elsewhere"]["state_entered_at"] == at(days=2)
+    assert "standalone-deleted" not in groups
+    # the log's commit after that snapshot is a group Kafka holds again
+    assert offsets[("recreated", "quiet", 0)]["committed_offset"] == 85
+
+
+def test_a_failed_offset_fetch_leaves_the_logs_offsets(expirable, module_lake):
+    offsets = rows_by(module_lake, "committed_offsets", "group_id", "topic", "partition_id")
+    assert offsets[("fetch-failed", "orders", 0)]["committed_offset"] == 86
+    assert expirable[("fetch-failed", "orders", 0)]["rule"] == "not_eligible"
+
+
+def test_a_plan_proposes_no_deletion_of_a_group_that_runs_between_snapshots_or_commits_alone(expirable, module_lake):
+    from offsets_platform.cleanup.candidates import cleanup_candidates
+
+    # 36 h: rerun went Empty 26 h before, standalone-live committed 14 h before (the first
+    # snapshots that saw them Empty were 48 h before)
+    idle = {row["group"] for row in cleanup_candidates(module_lake, idle_hours=36).group_deletes}
+    assert not idle & {"rerun", "standalone-live", "acl-kip848", "acl-snap-only", "loading-classic"}
+    assert "empty-ts" in idle
+    # 12 h: standalone-live is idle that long, but its offset is not yet past Kafka's expiry,
+    # while the standalone group that committed 65 h before is
+    idle = {row["group"] for row in cleanup_candidates(module_lake, idle_hours=12).group_deletes}
+    assert "standalone-live" not in idle and "standalone" in idle
+    stale = {row["group"] for row in cleanup_candidates(module_lake, idle_hours=12).offset_deletes}
+    assert not stale & {"acl-snap-only", "loading-classic", "fetch-failed"}

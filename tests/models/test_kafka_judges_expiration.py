@@ -6,8 +6,12 @@ The broker runs with offsets.retention.minutes=1 and a 1 s check interval. Real 
 classic group that went Empty, a Stable classic group that dropped a topic, a standalone
 committer, a KIP-848 group subscribed by a regular expression that also holds an offset of a topic
 the expression does not match, and a standalone group with a transactional commit still open.
-Ingest and a snapshot capture the cluster before anything expires; the models predict; then the
-test waits for the coordinator and compares with OffsetFetch and with the tombstones it wrote.
+Where snapshots and the log meet: a first snapshot sees a classic group Empty and the standalone
+committer listed; both run again before the second (the group joins, commits and leaves: Empty
+again, later), so an Empty clock or an idle time taken from the first snapshot would be too early.
+Ingest and a second snapshot capture the cluster before anything expires; the models predict;
+then the test waits for the coordinator and compares with OffsetFetch and with the tombstones it
+wrote.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from offsets_platform.cleanup.candidates import cleanup_candidates
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.broker.embedded import EmbeddedBroker
@@ -29,7 +34,10 @@ from tests.models.conftest import run_models
 CHECK_INTERVAL = timedelta(seconds=1)
 SLACK = timedelta(seconds=3)  # the coordinator's scheduling and the tombstone's append
 TOPICS = ("judge-a", "judge-b", "judge-rx-1", "judge-other")
-GROUPS = ("judge-empty", "judge-dropped", "judge-standalone", "judge-regex", "judge-tx")
+GROUPS = ("judge-empty", "judge-dropped", "judge-standalone", "judge-regex", "judge-tx", "judge-rerun")
+# how long after the first snapshot the groups run again: more than a check interval and the
+# slack, so that an expiry counted from that snapshot fails the timing test
+RERUN_AFTER = timedelta(seconds=10)
 
 
 def wait_for(condition, what: str, timeout_s: float = 60.0, consumer: Consumer | None = None) -> None:
@@ -48,6 +56,15 @@ def member(bootstrap: str, group: str, protocol: str = "classic") -> Consumer:
     if protocol == "classic":
         config["session.timeout.ms"] = 45000
     return Consumer(config)
+
+
+def run_and_leave(bootstrap: str, group: str, offset: int) -> None:
+    """A classic member joins, commits judge-a and leaves: Kafka writes the group Empty again."""
+    consumer = member(bootstrap, group)
+    consumer.subscribe(["judge-a"])
+    wait_for(lambda: consumer.assignment(), f"{group} was assigned", consumer=consumer)
+    commit(consumer, {("judge-a", 0): offset})
+    consumer.close()
 
 
 def commit(consumer: Consumer, offsets: dict[tuple[str, int], int]) -> None:
@@ -83,6 +100,16 @@ def judged(spark, tmp_path_factory):
                 producer.produce(topic, value=b"%d" % index)
         assert producer.flush(30) == 0
         keep = []  # clients that must stay alive until the broker has judged
+        connection = KafkaConnection(bootstrap_servers=bootstrap)
+        lake = lake_for_models(folder / "lake")
+
+        # The first snapshot sees judge-rerun Empty and the standalone committer listed.
+        run_and_leave(bootstrap, "judge-rerun", 1)
+        standalone = Consumer({"bootstrap.servers": bootstrap, "group.id": "judge-standalone",
+                               "enable.auto.commit": False})
+        commit(standalone, {("judge-a", 0): 3})
+        snapshot_cluster(connection, lake, emit=lambda line: None)
+        first_snapshot = time.monotonic()
 
         # The regex member first: Kafka resolves a regular expression asynchronously.
         regex = member(bootstrap, "judge-regex", "consumer")
@@ -107,27 +134,28 @@ def judged(spark, tmp_path_factory):
         commit(dropped, {("judge-a", 0): 3})
         keep.append(dropped)
 
-        standalone = Consumer({"bootstrap.servers": bootstrap, "group.id": "judge-standalone",
-                               "enable.auto.commit": False})
+        time.sleep(max(0.0, first_snapshot + RERUN_AFTER.total_seconds() - time.monotonic()))
         commit(standalone, {("judge-a", 0): 4})
         standalone.close()
+        run_and_leave(bootstrap, "judge-rerun", 2)
 
         transactional = Consumer({"bootstrap.servers": bootstrap, "group.id": "judge-tx", "enable.auto.commit": False})
         commit(transactional, {("judge-a", 0): 1})
         tx_producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "judge-tx-producer",
-                                "transaction.timeout.ms": 600_000})
+                                "transaction.timeout.ms": 900_000})
         tx_producer.init_transactions(30)
         tx_producer.begin_transaction()
         tx_producer.send_offsets_to_transaction([TopicPartition("judge-a", 0, 2)],
                                                 transactional.consumer_group_metadata(), 30)
         tx_producer.flush(30)
 
-        connection = KafkaConnection(bootstrap_servers=bootstrap)
-        lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
         snapshot_cluster(connection, lake, emit=lambda line: None)
         before = {group: committed(bootstrap, group) for group in GROUPS}
         run_models(spark, lake, as_of=datetime.now(timezone.utc))
+        # what a plan would delete now, whatever the idle time: Kafka would accept DeleteGroups of
+        # every Empty group, the standalone committer's included
+        deletable = {row["group"] for row in cleanup_candidates(lake, idle_hours=0).group_deletes}
         predictions = {(row["group_id"], row["topic"], row["partition_id"]): row
                        for row in lake.read_arrow("expirable_offsets").to_pylist() if row["group_id"] in GROUPS}
 
@@ -146,7 +174,7 @@ def judged(spark, tmp_path_factory):
         for client in (*keep, transactional):
             client.close()
         yield {"predictions": predictions, "before": before, "after": after, "tombstones": tombstones,
-               "group_tombstones": group_tombstones}
+               "group_tombstones": group_tombstones, "deletable": deletable}
 
 
 def test_the_models_name_each_offsets_rule(judged):
@@ -159,6 +187,7 @@ def test_the_models_name_each_offsets_rule(judged):
         ("judge-regex", "judge-rx-1", 0): "not_eligible",
         ("judge-regex", "judge-other", 0): "kip848_unsubscribed_topic",
         ("judge-tx", "judge-a", 0): "not_eligible",
+        ("judge-rerun", "judge-a", 0): "empty_group",
     }
     assert judged["predictions"][("judge-tx", "judge-a", 0)]["not_eligible_reason"] == "pending transactional commit"
     assert {row["retention_minutes"] for row in judged["predictions"].values()} == {1}
@@ -190,3 +219,10 @@ def test_an_empty_group_whose_offsets_all_expired_is_deleted(judged):
     # GroupMetadataManager deletes an Empty group once cleanupExpiredOffsets removed its last offset
     assert "judge-empty" in judged["group_tombstones"]
     assert "judge-dropped" not in judged["group_tombstones"]
+
+
+def test_a_plan_deletes_no_standalone_committer_whose_offsets_kafka_keeps(judged):
+    # judge-standalone is Empty (Kafka would accept DeleteGroups) and was listed by the first
+    # snapshot, but its offset is not past Kafka's expiry; the Empty classic groups may go
+    assert "judge-standalone" not in judged["deletable"]
+    assert {"judge-empty", "judge-rerun"} <= judged["deletable"]
