@@ -170,7 +170,8 @@ def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka:
     context.log.info(f"plan {config.plan_id}: {result.count('deleted')} deleted, {result.count('skipped')} skipped, "
                      f"{result.count('failed')} failed, {result.count('dry_run')} shown (dry run)")
     if result.failed:
-        raise RuntimeError(f"plan {config.plan_id}: {result.count('failed')} actions failed; see cleanup_audit")
+        raise RuntimeError(f"plan {config.plan_id}: Kafka answered {result.refused} actions with an error; "
+                           "see cleanup_audit")
 
 
 @job(executor_def=in_process_executor,

@@ -3,7 +3,9 @@
 One JVM is a combined broker and controller on loopback ports, with its data under `data_dir`
 and a bounded heap, so that it fits beside Spark on a small machine. It runs from the jars the
 install step fetched (offsets_platform.broker.jvm). The broker is stopped by its own process id;
-it also receives SIGTERM if the process that started it dies, so nothing is left running.
+it also receives SIGTERM if the process that started it dies, so nothing is left running. With
+`security` it authenticates and authorizes as a production cluster does
+(offsets_platform.broker.security).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offsets_platform.broker.jvm import java_command
+from offsets_platform.broker.security import BrokerSecurity
 from offsets_platform.processes import free_loopback_port, start_child, stop_child
+from offsets_platform.settings import KafkaConnection
 
 BROKER_LOG4J = files("offsets_platform.broker").joinpath("log4j2-broker.properties")
 DEFAULT_HEAP_MB = 512
@@ -97,21 +101,34 @@ class EmbeddedBroker:
         start_timeout_s: how long to wait for clients to be able to use the broker.
         jmx_port: serve the broker's JMX metrics (for example the group coordinator's meters)
             on this loopback port, without authentication; None serves none.
+        security: the secured mode (offsets_platform.broker.security): SASL/SCRAM logins for
+            these users and StandardAuthorizer; None: plaintext, no authorizer.
     """
 
     def __init__(self, data_dir: str | Path, port: int | None = None, overrides: Mapping[str, str] | None = None,
-                 heap_mb: int = DEFAULT_HEAP_MB, start_timeout_s: float = 120.0, jmx_port: int | None = None):
+                 heap_mb: int = DEFAULT_HEAP_MB, start_timeout_s: float = 120.0, jmx_port: int | None = None,
+                 security: BrokerSecurity | None = None):
         self.data_dir = Path(data_dir).absolute()
         self.port = port or free_loopback_port()
         self.overrides = dict(overrides or {})
         self.heap_mb = heap_mb
         self.start_timeout_s = start_timeout_s
         self.jmx_port = jmx_port
+        self.security = security
         self._process: subprocess.Popen | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def connection_as(self, user: str | None = None) -> KafkaConnection:
+        """A client's settings for this broker: in the secured mode, logged in as `user` (the admin
+        when None); otherwise plaintext, and `user` must be None."""
+        if self.security is not None:
+            return self.security.connection(self.bootstrap_servers, user)
+        if user is not None:
+            raise ValueError(f"the broker on {self.bootstrap_servers} has no users: it was started without security")
+        return KafkaConnection(bootstrap_servers=self.bootstrap_servers)
 
     @property
     def pid(self) -> int | None:
@@ -186,6 +203,8 @@ class EmbeddedBroker:
             **BROKER_DEFAULTS,
             **self.overrides,
         }
+        if self.security is not None:
+            config = {**self.security.broker_config(config), **self.overrides}
         path = self.data_dir / "server.properties"
         path.write_text("# written by offsets-platform at each start of the embedded broker\n"
                         + "".join(f"{key}={value}\n" for key, value in config.items()))
@@ -195,11 +214,15 @@ class EmbeddedBroker:
         """`kafka-storage format`: a new cluster id and the metadata log of a fresh cluster."""
         result = subprocess.run(
             java_command("kafka.tools.StorageTool", ["format", "--cluster-id", _random_cluster_id(),
-                                                     "--config", str(config)]),
+                                                     "--config", str(config), *self._format_security()]),
             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         if result.returncode != 0:
             raise BrokerStartFailed(self.bootstrap_servers, "formatting its data folder failed:\n"
                                     + _last_lines(result.stdout + result.stderr))
+
+    def _format_security(self) -> list[str]:
+        # the users' SCRAM credentials go into the metadata log before the first start
+        return self.security.format_arguments() if self.security is not None else []
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s
@@ -214,7 +237,7 @@ class EmbeddedBroker:
                 # librdkafka's admin calls are only made once the port accepts connections: a call
                 # that times out while connecting can abort the process (a librdkafka assertion).
                 if _accepts_connections(self.port):
-                    admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 3})
+                    admin = AdminClient({**self.connection_as().confluent_config(), "log_level": 3})
             else:
                 try:
                     # Describing a group makes the broker create __consumer_offsets, as a first
@@ -261,3 +284,205 @@ def _coordinator_not_ready(error: KafkaException) -> bool:
 def _last_lines(text: str, count: int = 25) -> str:
     return "\n".join(text.rstrip().splitlines()[-count:])
 
+
+
+# Internal topics replicated on every broker of an EmbeddedCluster (their minimum ISR stays 1, as
+# BROKER_DEFAULTS sets, so that one broker can take over alone).
+CLUSTER_REPLICATED_TOPICS = ("offsets.topic.replication.factor", "transaction.state.log.replication.factor",
+                             "share.coordinator.state.topic.replication.factor")
+
+
+class EmbeddedCluster:
+    """Apache Kafka (KRaft) with several brokers on loopback ports, each a JVM with a bounded heap.
+
+    Node 1 is a combined broker and controller (the cluster's only controller), nodes 2.. are
+    brokers only. The internal topics have one replica on every broker, so each partition of
+    `__consumer_offsets` has a follower that can become its leader: a group's coordinator moves
+    to another broker when its partition's leader does (a reassignment, a leader election, a
+    broker that stops). The nodes run with the embedded broker's defaults (BROKER_DEFAULTS).
+
+    Use as a context manager; `stop()` stops the brokers, then the controller, each by its own
+    process id. Data persists under `data_dir/node-<id>`.
+
+    Args:
+        data_dir: the cluster's folder, one sub-folder per node.
+        brokers: how many brokers (2 or more).
+        overrides: broker configs of every node, on top of the defaults.
+        heap_mb: each JVM's maximum heap.
+        start_timeout_s: how long to wait for clients to be able to use the cluster.
+    """
+
+    def __init__(self, data_dir: str | Path, brokers: int = 2, overrides: Mapping[str, str] | None = None,
+                 heap_mb: int = DEFAULT_HEAP_MB, start_timeout_s: float = 120.0):
+        if brokers < 2:
+            raise ValueError(f"a cluster has 2 or more brokers, not {brokers}: use EmbeddedBroker for one")
+        self.data_dir = Path(data_dir).absolute()
+        self.start_timeout_s = start_timeout_s
+        self._cluster_id: str | None = None
+        *ports, self.controller_port = _distinct_free_ports(brokers + 1)
+        configs = {**{name: str(brokers) for name in CLUSTER_REPLICATED_TOPICS}, **(overrides or {})}
+        self.nodes = [_ClusterNode(self, node_id, port, configs, heap_mb)
+                      for node_id, port in enumerate(ports, start=1)]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(node.bootstrap_servers for node in self.nodes)
+
+    def node(self, node_id: int) -> "EmbeddedBroker":
+        """The node with this broker id (1 is also the controller)."""
+        return self.nodes[node_id - 1]
+
+    @property
+    def cluster_id(self) -> str:
+        """The id the nodes are formatted with: the controller's, once its folder is formatted."""
+        if self._cluster_id is None:
+            self._cluster_id = _formatted_cluster_id(self.nodes[0].data_dir) or _random_cluster_id()
+        return self._cluster_id
+
+    def start(self) -> "EmbeddedCluster":
+        """Format each node's folder on first use, start every node at once and wait until clients
+        can use the cluster (a group coordinator answers, and every replica of `__consumer_offsets`
+        is in sync).
+
+        Raises:
+            PortInUse: a node's port or the controller's is taken.
+            BrokerStartFailed: a node exited or the cluster did not get ready; the log's last lines say why.
+        """
+        _refuse_if_taken(self.controller_port)
+        try:
+            for node in self.nodes:
+                node.start()  # launches the JVM only; the nodes boot side by side
+            deadline = time.monotonic() + self.start_timeout_s
+            for node in self.nodes:
+                node.wait_until_listening(deadline)
+            # creating __consumer_offsets needs every broker registered (its replication factor)
+            self._wait_until_groups_work(deadline)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_until_groups_work(self, deadline: float) -> None:
+        while not self._groups_work():
+            for node in self.nodes:
+                if node._process.poll() is not None:
+                    node._fail(f"node {node.node_id} exited with status {node._process.returncode}")
+            if time.monotonic() > deadline:
+                self.nodes[0]._fail(f"the cluster did not get ready within {self.start_timeout_s:.0f} s")
+            time.sleep(0.3)
+
+    def _groups_work(self) -> bool:
+        """Whether a group's coordinator answers without a coordinator error and every replica of
+        `__consumer_offsets` is in sync (so that its leader can move at once).
+
+        Asked with kafka-python, not librdkafka as EmbeddedBroker does: librdkafka's describe of a
+        group can abort the process when a request to the coordinator times out (an assertion in
+        its admin code), which a busy machine starting several brokers meets. Any Kafka error
+        means "not yet"; the caller's deadline bounds the wait.
+        """
+        # imported here: the single broker does without kafka-python
+        import kafka.errors as Errors
+
+        from offsets_platform.kafka.admin_calls import COORDINATOR_ERRORS, SnapshotAdminClient
+
+        probe, brokers = "offsets-platform-readiness-probe", {node.node_id for node in self.nodes}
+        try:
+            with SnapshotAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=10000,
+                                     bootstrap_timeout_ms=10000, call_deadline_s=30, coordinator_retry_s=0) as admin:
+                # Describing a group makes the broker create __consumer_offsets, as a first consumer would.
+                if admin.describe_groups([probe])[probe].error_code in {error.errno for error in COORDINATOR_ERRORS}:
+                    return False
+                (topic,) = admin.describe_topics(["__consumer_offsets"])
+                return (topic["error_code"] == 0 and bool(topic["partitions"])
+                        and all(set(partition["isr_nodes"]) == brokers for partition in topic["partitions"]))
+        except Errors.KafkaError:
+            return False
+
+    def stop(self) -> None:
+        """Stop the brokers, then the controller (each a controlled shutdown, see EmbeddedBroker.stop)."""
+        for node in reversed(self.nodes):
+            node.stop()
+
+    def __enter__(self) -> "EmbeddedCluster":
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+
+class _ClusterNode(EmbeddedBroker):
+    """One node of an EmbeddedCluster: its own role and id, the cluster's controller and id.
+    `start()` only launches the JVM; the cluster waits for its nodes together."""
+
+    def __init__(self, cluster: EmbeddedCluster, node_id: int, port: int, overrides: Mapping[str, str],
+                 heap_mb: int):
+        super().__init__(cluster.data_dir / f"node-{node_id}", port, overrides, heap_mb, cluster.start_timeout_s)
+        self.cluster = cluster
+        self.node_id = node_id
+
+    @property
+    def is_controller(self) -> bool:
+        return self.node_id == 1
+
+    def _write_config(self) -> Path:
+        controller = f"127.0.0.1:{self.cluster.controller_port}"
+        listeners = f"PLAINTEXT://127.0.0.1:{self.port}" + (f",CONTROLLER://{controller}" if self.is_controller else "")
+        config = {
+            "process.roles": "broker,controller" if self.is_controller else "broker",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": f"1@{controller}",
+            "listeners": listeners,
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir / "logs"),
+            **BROKER_DEFAULTS,
+            **self.overrides,
+        }
+        path = self.data_dir / "server.properties"
+        path.write_text(f"# written by offsets-platform at each start of node {self.node_id} of an embedded cluster\n"
+                        + "".join(f"{key}={value}\n" for key, value in config.items()))
+        return path
+
+    def _format(self, config: Path) -> None:
+        """`kafka-storage format` with the cluster's id (every node of a cluster has the same)."""
+        result = subprocess.run(
+            java_command("kafka.tools.StorageTool", ["format", "--cluster-id", self.cluster.cluster_id,
+                                                     "--config", str(config)]),
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            raise BrokerStartFailed(self.bootstrap_servers, "formatting its data folder failed:\n"
+                                    + _last_lines(result.stdout + result.stderr))
+
+    def _wait_until_ready(self) -> None:
+        pass  # EmbeddedCluster.start waits, once every node is launched
+
+    def wait_until_listening(self, deadline: float) -> None:
+        while not _accepts_connections(self.port):
+            if self._process.poll() is not None:
+                self._fail(f"node {self.node_id} exited with status {self._process.returncode}")
+            if time.monotonic() > deadline:
+                self._fail(f"node {self.node_id} did not listen within {self.start_timeout_s:.0f} s")
+            time.sleep(0.3)
+
+
+def _distinct_free_ports(count: int) -> list[int]:
+    """`count` different free loopback ports (the OS may hand out a just-closed probe port again)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_loopback_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def _formatted_cluster_id(data_dir: Path) -> str | None:
+    """The cluster id in a formatted node folder's `meta.properties`, None if not formatted."""
+    meta = data_dir / "logs" / "meta.properties"
+    if not meta.exists():
+        return None
+    for line in meta.read_text().splitlines():
+        if line.startswith("cluster.id="):
+            return line.removeprefix("cluster.id=").strip()
+    return None

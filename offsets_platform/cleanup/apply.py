@@ -6,10 +6,13 @@ configuration may have changed since the approval, or an older version recorded 
 check. Actions the audit already shows as done are not repeated, so applying again is safe.
 Right before a group's actions the live state is read again (the describe API of the group's
 type: DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe or ShareGroupDescribe; then
-OffsetFetch), and an action whose facts changed is skipped with the reason: the group gained
-members (of any kind: a KIP-848 group is never read as Dead because DescribeGroups does not know
-it), a member subscribes to the topic again, or the group committed again. OffsetDelete goes per
-group, DeleteGroups in batches per coordinator.
+OffsetFetch, and DescribeShareGroupOffsets for a share group), and an action whose facts changed is
+skipped with the reason: the group gained members (of any kind: a KIP-848 group is never read as
+Dead because DescribeGroups does not know it), a member subscribes to the topic again, the group
+committed again, or a share group has state on share partitions its DeleteGroups did not name
+when planned (DeleteGroups deletes that state too). A group Kafka does not let this principal
+read is skipped with Kafka's error and the ACL to add. OffsetDelete goes per group, DeleteGroups
+in batches per coordinator.
 
 Each request is audited before it is sent (an intent) and after (Kafka's answer, per partition or
 group, with Kafka's error name); an apply first settles the intents an interrupted apply of the
@@ -50,8 +53,15 @@ class ApplyResult:
         return sum(1 for row in self.outcomes if row["outcome"] == outcome)
 
     @property
+    def refused(self) -> int:
+        """Actions Kafka answered with an error: a deletion it refused ('failed'), or a group whose
+        re-check read it refused ('skipped' with Kafka's error, see `_skip_unreadable`)."""
+        return sum(1 for row in self.outcomes
+                   if row["outcome"] == FAILED or (row["outcome"] == SKIPPED and row["error"]))
+
+    @property
     def failed(self) -> bool:
-        return self.count("failed") > 0
+        return self.refused > 0
 
 
 def done_actions(lake: Lake, plan_id: str) -> set[str]:
@@ -115,7 +125,11 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
                 by_group.setdefault(action.group, []).append(action)
             groups_to_delete = []
             for group, actions in by_group.items():
-                live = kafka_calls.live_group(admin, group)
+                try:
+                    live = kafka_calls.live_group(admin, group)
+                except kafka_calls.GroupCallError as error:
+                    _skip_unreadable(audit, actions, error, dry_run, emit)
+                    continue
                 ready = [a for a in actions if not _skip_if_changed(audit, a, live)]
                 offsets = [a for a in ready if a.action == OFFSET_DELETE]
                 if offsets:
@@ -177,6 +191,21 @@ def _skip_self_approved(audit: PlanAudit, author: str, actions: list[PlannedActi
         audit.record(actions, SKIPPED, None, reason)
 
 
+def _skip_unreadable(audit: PlanAudit, actions: list[PlannedAction], error: kafka_calls.GroupCallError,
+                     dry_run: bool, emit) -> None:
+    """Skip (and, unless a dry run, audit with Kafka's error) a group's actions when the broker
+    answered the live re-check's read of the group with an error: without the re-check nothing is
+    sent. For an authorization error the message names the ACL to add; the other groups go on."""
+    detail = f"not sent: reading the group failed: {error.message}"
+    if error.error == "GROUP_AUTHORIZATION_FAILED":
+        # the reads need Describe; the deletions themselves need Delete, which allows Describe too
+        detail += f" Deleting needs Delete on Group '{error.group}', which also allows that Describe."
+    for action in actions:
+        emit(f"  {action.describe()}: skipped: {error.error}: {error.message}")
+    if not dry_run:
+        audit.record(actions, SKIPPED, error.error, detail)
+
+
 def _skip_if_changed(audit: PlanAudit, action: PlannedAction, live) -> bool:
     """Skip (and audit why) an action whose facts no longer hold on the live cluster."""
     reason = changed_facts(action, live)
@@ -208,4 +237,11 @@ def changed_facts(action: PlannedAction, live) -> str | None:
         now = {offset_key(topic, partition): offset for (topic, partition), offset in live.committed_offsets.items()}
         if planned is not None and now != planned:
             return "the group's committed offsets changed since the plan (it committed again)"
+        # a share group's state (share-partition start offsets), which DeleteGroups deletes too
+        planned_share = action.facts.get("share_partitions")
+        new_share = sorted({offset_key(topic, partition) for topic, partition in live.share_start_offsets}
+                           - set(planned_share or ()))
+        if planned_share is not None and new_share:
+            return (f"the share group has state on partitions the plan does not name ({', '.join(new_share)}): "
+                    "it consumed them since the plan")
     return None

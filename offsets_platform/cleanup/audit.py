@@ -11,7 +11,8 @@ An intent that no outcome row names means the apply stopped in between (killed, 
 lost): the request may or may not have reached the broker. The next apply of the plan settles
 it from the broker's state before anything else (reconcile.py): 'deleted', or 'interrupted' when
 the broker still holds the offset or group. Actions that are not sent get one row without
-intent: 'skipped' (the live facts changed) or 'dry_run'.
+intent: 'skipped' (the live facts changed, or Kafka refused the re-check's read of the group: then
+with Kafka's error name, and the ACL to add in `detail`) or 'dry_run'.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ requested consumer groups (...)" lines. The deliberate differences:
 - The exit status is 1 when anything failed or was refused; Kafka's tool exits 0 either way.
 - A topic that cannot be listed (unknown) makes the verdict the partition-level error even when
   the partitions that were sent succeeded; Kafka's tool then says "Request succeeded".
+- An authorization error (GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED) is followed by
+  the ACL the request needs and the `kafka-acls` command that adds it, where Kafka's tool prints
+  only the error.
 - Rows are sorted by topic, then partition number; Kafka's tool sorts by the text topic +
   partition (so `t10` before `t2`). The failed groups of --delete are listed in the order asked;
   Kafka's tool lists them in no particular order.
@@ -42,7 +45,7 @@ import pyarrow as pa
 from offsets_platform.cleanup.audit import SENDING
 from offsets_platform.cleanup.kafka_calls import (
     GroupCallError, GroupOutcome, LiveGroupState, PartitionOutcome, TopicMetadata, delete_groups, delete_offsets,
-    error_message, live_group, topic_metadata,
+    explain_error, live_group, topic_metadata,
 )
 from offsets_platform.kafka.admin_calls import SnapshotAdminClient, error_name
 from offsets_platform.lake import Lake
@@ -175,7 +178,7 @@ def run_delete_offsets(admin: SnapshotAdminClient, group: str, topics: list[Topi
         BrokerUnreachable: the cluster did not answer before anything was sent.
     """
     unlisted = [t.topic for t in topics if t.partitions is None]
-    partitions, rows = _resolve(topics, topic_metadata(admin, unlisted))
+    partitions, rows = _resolve(admin, topics, topic_metadata(admin, unlisted))
     try:
         live = live_group(admin, group)
     except GroupCallError as error:
@@ -282,7 +285,8 @@ def record_audit(lake: Lake, rows: pa.Table) -> None:
         lake.append("cleanup_audit", rows)
 
 
-def _resolve(topics: list[TopicRequest], metadata: TopicMetadata) -> tuple[list[tuple[str, int]], list[OffsetRow]]:
+def _resolve(admin: SnapshotAdminClient, topics: list[TopicRequest],
+             metadata: TopicMetadata) -> tuple[list[tuple[str, int]], list[OffsetRow]]:
     """The partitions to send, and a row for each topic named without partitions that the
     cluster metadata does not list (Kafka's tool does not send those either)."""
     partitions: list[tuple[str, int]] = []
@@ -292,7 +296,8 @@ def _resolve(topics: list[TopicRequest], metadata: TopicMetadata) -> tuple[list[
             partitions += [(request.topic, partition) for partition in request.partitions]
         elif request.topic in metadata.errors:
             code = metadata.errors[request.topic]
-            rows.append(OffsetRow(request.topic, None, SKIPPED, error_name(code), error_message(code),
+            rows.append(OffsetRow(request.topic, None, SKIPPED, error_name(code),
+                                  explain_error(admin, "Metadata", code, topic=request.topic),
                                   "not sent: the cluster metadata does not list this topic"))
         else:
             partitions += [(request.topic, partition) for partition in sorted(metadata.partitions[request.topic])]

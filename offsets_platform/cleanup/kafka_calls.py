@@ -14,9 +14,13 @@ broker answered a delete is an outcome too (the deletion may or may not have hap
 connection lost during the read-only `live_group` raises `BrokerUnreachable`.
 
 Error names are Kafka's (`GROUP_SUBSCRIBED_TO_TOPIC`, `NON_EMPTY_GROUP`, ...), messages are Kafka's
-own default message of the error (its `Errors` enum), as Kafka's tools print them.
+own default message of the error (its `Errors` enum), as Kafka's tools print them. An
+authorization error's message goes on with the ACL the request needs, for the principal the
+client logs in as (offsets_platform.kafka.errors.refusal_message): what an operator adds.
 
-The admin client is the project's `SnapshotAdminClient` (see `offsets_platform.kafka.admin_calls`).
+The admin client is the project's `SnapshotAdminClient` (see `offsets_platform.kafka.admin_calls`):
+each of these calls follows a group's coordinator to the broker it moved to, as Kafka's admin
+client does.
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from kafka import TopicPartition
 from offsets_platform.kafka.admin_calls import (
     CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient, error_name,
 )
-from offsets_platform.kafka.admin_describe import DEAD, STREAMS, GroupDescription, MemberDescription, describe_groups
-from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.kafka.admin_describe import (
+    DEAD, SHARE, STREAMS, GroupDescription, MemberDescription, describe_groups,
+)
+from offsets_platform.kafka.errors import BrokerUnreachable, refusal_message, sasl_principal
 
 CONNECTION_LOST = "the connection was lost before the broker answered: the outcome is unknown"
 
@@ -40,8 +46,10 @@ CONNECTION_LOST = "the connection was lost before the broker answered: the outco
 # or the group moved to another broker. Kafka's admin client retries these answers of a describe
 # (DescribeClassicGroupsHandler.handleError and its twins for the other group types: "the
 # coordinator is still in the process of loading state. Will retry"; for the other two it looks
-# the coordinator up again) until default.api.timeout.ms (60 s). `live_group`, which only reads,
-# retries them too, for up to 30 s, then raises the last answer.
+# the coordinator up again) until default.api.timeout.ms (60 s). The admin client here does the
+# same within each call, for a bounded time (admin_calls.COORDINATOR_ERRORS), and forgets a moved
+# coordinator, so that a later call looks it up again. `live_group`, which only reads, goes on
+# asking for up to 30 s in all, then raises the last answer; a deletion reports it as its outcome.
 RETRIABLE_GROUP_ERRORS = frozenset({"COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"})
 RETRY_FOR_S = 30.0
 
@@ -57,6 +65,9 @@ class LiveGroupState:
     to and is assigned. `subscribed_topics` is the union of the members' subscriptions: empty for
     a group without members, None when it cannot be known (a classic group whose protocol is not
     "consumer", or a member whose subscription is missing or does not decode).
+    `share_start_offsets`: a share group's state in `__share_group_state`, which DeleteGroups
+    deletes with the group: the start offset of each share partition whose state is initialized
+    (None where the broker could not read it); empty for the other types.
     """
 
     group: str
@@ -67,6 +78,7 @@ class LiveGroupState:
     committed_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     group_type: str | None = None
     members: tuple[MemberDescription, ...] = ()
+    share_start_offsets: dict[tuple[str, int], int | None] = field(default_factory=dict)
 
     @property
     def exists(self) -> bool:
@@ -167,15 +179,19 @@ def _live_group_once(admin: SnapshotAdminClient, group: str) -> LiveGroupState:
     except CONNECTION_ERRORS as error:
         raise _unreachable(admin, error) from error
     except CALL_ERRORS as error:
-        raise GroupCallError(group, error_name(error), error_message(error)) from error
+        # FindCoordinator, the describe call or OffsetFetch: each needs Describe on the group
+        raise GroupCallError(group, error_name(error), explain_error(admin, "OffsetFetch", error, group=group)) from error
     if described.error_code:
         code = described.error_code
-        raise GroupCallError(group, error_name(code), described.error_message or error_message(code))
+        raise GroupCallError(group, error_name(code), explain_error(
+            admin, described.operation, code, described.error_message, group=group))
     if not described.exists:
         # No API knows the group: nothing to protect, and OffsetDelete will say GROUP_ID_NOT_FOUND.
         return LiveGroupState(group, DEAD, "", 0, frozenset(), offsets)
+    share = _share_start_offsets(admin, group) if described.group_type == SHARE else {}
     return LiveGroupState(group, described.state, described.protocol_type or "", len(described.members),
-                          _subscribed_topics(described, offsets), offsets, described.group_type, described.members)
+                          _subscribed_topics(described, offsets), offsets, described.group_type, described.members,
+                          share)
 
 
 def _committed_offsets(admin: SnapshotAdminClient, group: str) -> dict[tuple[str, int], int]:
@@ -184,17 +200,38 @@ def _committed_offsets(admin: SnapshotAdminClient, group: str) -> dict[tuple[str
     return {(tp.topic, tp.partition): meta.offset for tp, meta in fetched.items() if meta.offset >= 0}
 
 
+def _share_start_offsets(admin: SnapshotAdminClient, group: str) -> dict[tuple[str, int], int | None]:
+    """A share group's share-partition start offsets: DescribeShareGroupOffsets of every share
+    partition whose state is initialized (GroupCoordinatorService.describeShareGroupAllOffsets).
+    OffsetFetch knows none of them, yet DeleteGroups deletes them with the group
+    (GroupCoordinatorService.deleteShareGroups)."""
+    try:
+        answer = admin.describe_share_group_offsets([group]).get(group)
+    except CONNECTION_ERRORS as error:
+        raise _unreachable(admin, error) from error
+    except CALL_ERRORS as error:
+        raise GroupCallError(group, error_name(error), explain_error(
+            admin, "DescribeShareGroupOffsets", error, group=group)) from error
+    if answer is None:
+        return {}
+    if answer.error_code:
+        raise GroupCallError(group, error_name(answer.error_code), explain_error(
+            admin, "DescribeShareGroupOffsets", answer.error_code, answer.error_message, group=group))
+    return {(topic.topic_name, partition.partition_index): None if partition.error_code else partition.start_offset
+            for topic in answer.topics for partition in topic.partitions}
+
+
 def _subscribed_topics(described: GroupDescription,
                        offsets: dict[tuple[str, int], int]) -> frozenset[str] | None:
     if not described.members:
         return frozenset()
     if described.group_type == STREAMS:
-        # StreamsGroupDescribe tells the topology's source topics, but not every topic a Kafka
-        # Streams application commits offsets on is named there in a way this tool can match
-        # (regex source patterns, topics of an older topology version, internal topics). A
-        # streams group with members is therefore treated as subscribed to every topic it has
-        # committed offsets on, as well as to its topology's topics.
-        return frozenset(topic for topic, _ in offsets) | (described.source_topics or frozenset())
+        # As StreamsGroup.isSubscribedToTopic, which decides OffsetDelete's GROUP_SUBSCRIBED_TO_TOPIC:
+        # a streams group that is not Empty subscribes to its topology's source and repartition
+        # source topics (StreamsTopology.sourceTopicMap), and to nothing without a topology. Its
+        # other committed topics (of an older topology, or committed before it became a streams
+        # group) are not subscribed: Kafka deletes their offsets.
+        return described.source_topics or frozenset()
     topics: set[str] = set()
     committed = {topic for topic, _ in offsets}
     for member in described.members:
@@ -252,7 +289,7 @@ def delete_offsets(admin: SnapshotAdminClient, group: str,
     except CONNECTION_ERRORS as error:
         return _on_every_partition(requested, error, CONNECTION_LOST)
     except CALL_ERRORS as error:
-        return _on_every_partition(requested, error)
+        return _on_every_partition(requested, error, explain_error(admin, "OffsetDelete", error, group=group))
     outcomes = []
     for topic, partition in requested:
         error_type = answered.get(TopicPartition(topic, partition))
@@ -262,7 +299,9 @@ def delete_offsets(admin: SnapshotAdminClient, group: str,
         elif error_type is Errors.NoError:
             outcomes.append(PartitionOutcome(topic, partition, None, None))
         else:
-            outcomes.append(PartitionOutcome(topic, partition, error_name(error_type.errno), error_message(error_type)))
+            outcomes.append(PartitionOutcome(topic, partition, error_name(error_type.errno),
+                                             explain_error(admin, "OffsetDelete", error_type.errno,
+                                                           group=group, topic=topic)))
     return outcomes
 
 
@@ -303,8 +342,8 @@ def _delete_batch(admin: SnapshotAdminClient, groups: list[str]) -> dict[str, Gr
         else:
             error_type = getattr(Errors, result, None)
             code = getattr(error_type, "errno", None)
-            outcomes[group] = (GroupOutcome(group, error_name(code), error_message(code)) if isinstance(code, int)
-                               else GroupOutcome(group, result, result))
+            outcomes[group] = (GroupOutcome(group, error_name(code), explain_error(admin, "DeleteGroups", code, group=group))
+                               if isinstance(code, int) else GroupOutcome(group, result, result))
     return outcomes
 
 
@@ -312,10 +351,20 @@ def _delete_one(admin: SnapshotAdminClient, group: str) -> dict[str, GroupOutcom
     try:
         return _delete_batch(admin, [group])
     except CALL_ERRORS as error:
-        return {group: GroupOutcome(group, error_name(error), error_message(error))}
+        return {group: GroupOutcome(group, error_name(error), explain_error(admin, "DeleteGroups", error, group=group))}
 
 
 _NOT_UTF8 = "not sent: the group id is not valid UTF-8"
+
+
+def explain_error(admin: SnapshotAdminClient, request: str, error: BaseException | int,
+                  kafka_message: str | None = None, **about: str | None) -> str:
+    """Kafka's message of the error `request` got (the broker's own, else Kafka's default); for an
+    authorization error, followed by the ACL the request needs for the principal `admin` logs in as
+    (`about`: the group, topic and resources the request was about; kafka.errors.refusal_message)."""
+    message = kafka_message or error_message(error)
+    principal = sasl_principal(admin.config.get("security_protocol"), admin.config.get("sasl_plain_username"))
+    return refusal_message(request, error_name(error), message, principal=principal, **about) or message
 
 
 def _sendable(name: str) -> bool:

@@ -192,13 +192,13 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.cleanup.plans import PlanError
     from offsets_platform.ingest.log_check import LogMismatch
     from offsets_platform.ingest.offsets_topic import IngestError
-    from offsets_platform.kafka.errors import BrokerUnreachable
+    from offsets_platform.kafka.errors import BrokerUnreachable, NotAuthorized
     from offsets_platform.lake import MissingTable, NoLake, OutdatedTable
     from offsets_platform.lake.lease import LeaseBusy
     from offsets_platform.lake.spark import DeltaJarsMissing, SparkConnectError
 
     return (BrokerStartFailed, BrokerUnreachable, DeltaJarsMissing, GroupCallError, IngestError, KafkaNotInstalled,
-            LeaseBusy, LogMismatch, MissingTable, NoLake, NotWhoRuns, OutdatedTable, PlanError, PortInUse,
+            LeaseBusy, LogMismatch, MissingTable, NoLake, NotAuthorized, NotWhoRuns, OutdatedTable, PlanError, PortInUse,
             SparkConnectError)
 
 

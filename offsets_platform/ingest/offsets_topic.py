@@ -127,6 +127,8 @@ def ingest_offsets_topic(
             the open-transaction check) nothing in the lake has changed; later, the batches
             already checkpointed stay and a rerun resumes after them.
         IngestError: the lake holds another topic's records.
+        NotAuthorized: an ACL the ingest needs is missing (Read on the topic, Describe on the
+            consumers' groups; docs/security.md); the message names it.
         LogMismatch: the log is not the one the lake holds, or is shorter than what it read, or
             (unless `accept_gap`) lost records ingest had not read; nothing was written.
         LeaseBusy: another ingest of this lake ran for longer than `lease_wait_s`.

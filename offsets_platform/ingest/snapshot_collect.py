@@ -2,9 +2,12 @@
 
 What it asks: ListGroups (type, state) and the describe API of each group's type (members,
 subscriptions, assignments; see admin_describe), one OffsetFetch of
-all partitions per group (KIP-88), Metadata and ListOffsets earliest and latest per partition,
-DescribeConfigs of every topic (retention.ms, retention.bytes, cleanup.policy) and of one
-broker (offsets.retention.minutes). Everything is gathered before anything is returned, so a
+all partitions per group (KIP-88), Metadata and ListOffsets earliest, latest and max timestamp
+(KIP-734) per partition, DescribeConfigs of every topic (retention.ms, retention.bytes,
+cleanup.policy, message.timestamp.type) and of one broker (offsets.retention.minutes). The
+groups' offsets are read before the log offsets, and each read carries its own time
+(`fetched_at`, `listed_at`): a commit made while the snapshot runs is placed by those, not by
+`snapshot_at`, which precedes them all. Everything is gathered before anything is returned, so a
 caller writes either a whole snapshot or nothing.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Iterable
 
 import pyarrow as pa
 from kafka import TopicPartition
@@ -23,11 +27,11 @@ from offsets_platform.kafka.admin_calls import (
 )
 from offsets_platform.ingest.snapshot_rows import SnapshotRows, sendable
 from offsets_platform.ingest.snapshot_groups import collect_groups
-from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachable
+from offsets_platform.kafka.errors import BrokerUnreachable, sasl_principal, wait_until_reachable
 from offsets_platform.settings import KafkaConnection
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-TOPIC_CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy")
+TOPIC_CONFIGS = ("retention.ms", "retention.bytes", "cleanup.policy", "message.timestamp.type")
 OFFSETS_RETENTION = "offsets.retention.minutes"
 DEFAULT_OFFSETS_RETENTION_MINUTES = 10080
 # Metadata flags a partition with an offline follower, but its leader still answers ListOffsets.
@@ -61,6 +65,7 @@ def take_snapshot(
     connection: KafkaConnection,
     *,
     groups: list[str] | None = None,
+    known_groups: Iterable[str] = (),
     topics: list[str] | None = None,
     offsets_retention_fallback_minutes: int = DEFAULT_OFFSETS_RETENTION_MINUTES,
     timeout_s: float = 15.0,
@@ -71,6 +76,8 @@ def take_snapshot(
     Args:
         connection: the cluster; its bootstrap address must be set.
         groups: only these group ids (None: every group ListGroups returns).
+        known_groups: with `groups` None, groups known elsewhere (the lake's models) to ask about
+            by name when ListGroups does not list them: one that no describe API knows is gone.
         topics: only these topics (None: every topic but `__consumer_offsets` and
             `__transaction_state`).
         offsets_retention_fallback_minutes: used, with source 'fallback', when the broker does
@@ -94,10 +101,10 @@ def take_snapshot(
         raise ValueError("no bootstrap address: start the embedded broker or set OFFSETS_PLATFORM_BOOTSTRAP_SERVERS")
     wait_until_reachable(address, timeout_s)
     snapshot_at = datetime.now(timezone.utc)
-    rows = SnapshotRows()
+    rows = SnapshotRows(principal=sasl_principal(connection.security_protocol, connection.sasl_username))
     with open_admin(connection, timeout_s, request_timeout_s) as admin:
         try:
-            collect_groups(admin, rows, groups)
+            collect_groups(admin, rows, groups, known_groups)
             partitions = _collect_topics(admin, rows, topics)
             _collect_log_offsets(admin, rows, partitions)
             _collect_topic_configs(admin, rows, sorted(partitions))
@@ -135,23 +142,28 @@ def _collect_log_offsets(admin: SnapshotAdminClient, rows: SnapshotRows, partiti
     wanted = {topic: [TopicPartition(topic, p) for p in indexes] for topic, indexes in partitions.items() if indexes}
     if not wanted:
         return
+    # listed_at is taken once the answers are in: each log start was read at or before it.
     try:
         start, end = log_start_and_end(admin, [tp for tps in wanted.values() for tp in tps])
+        listed_at = dict.fromkeys(start, datetime.now(timezone.utc))
     except CONNECTION_ERRORS:
         raise
     except CALL_ERRORS:
         # One topic's error fails the whole request: ask topic by topic so only it is missing.
-        start, end = {}, {}
+        start, end, listed_at = {}, {}, {}
         for topic, tps in wanted.items():
             found = rows.guarded("topic", topic, "ListOffsets", log_start_and_end, admin, tps)
             if found:
                 start.update(found[0])
                 end.update(found[1])
+                listed_at.update(dict.fromkeys(found[0], datetime.now(timezone.utc)))
+    newest = _max_timestamps(admin, rows, [tp for tp in start if tp in end])
     for topic in sorted(wanted):
         for tp in wanted[topic]:
             if tp in start and tp in end:
                 rows.add("log_offset_snapshots", topic=topic, partition=tp.partition,
-                         log_start_offset=start[tp], log_end_offset=end[tp])
+                         log_start_offset=start[tp], log_end_offset=end[tp], listed_at=listed_at[tp],
+                         max_timestamp_ms=newest.get(tp))
 
 
 def log_start_and_end(admin: SnapshotAdminClient, tps: list[TopicPartition]) -> tuple[dict, dict]:
@@ -160,6 +172,24 @@ def log_start_and_end(admin: SnapshotAdminClient, tps: list[TopicPartition]) -> 
     latest = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in tps})
     return ({tp: found.offset for tp, found in earliest.items()},
             {tp: found.offset for tp, found in latest.items()})
+
+
+def _max_timestamps(admin: SnapshotAdminClient, rows: SnapshotRows, tps: list[TopicPartition]) -> dict:
+    """TopicPartition -> the largest record timestamp in it (ms): ListOffsets max timestamp (KIP-734),
+    what time-based retention compares with retention.ms (UnifiedLog.deleteRetentionMsBreachedSegments
+    reads each segment's largest record timestamp). An empty partition has none (-1). A broker
+    without ListOffsets v7 (before Kafka 3.0) leaves them all out, with one error row: the log
+    offsets stand without them."""
+    if not tps:
+        return {}
+    try:
+        found = admin.list_partition_offsets({tp: OffsetSpec.MAX_TIMESTAMP for tp in tps})
+    except CONNECTION_ERRORS:
+        raise
+    except CALL_ERRORS as error:
+        rows.error("broker", None, "ListOffsets", error, f"max timestamps (KIP-734) left out: {error}")
+        return {}
+    return {tp: answer.timestamp for tp, answer in found.items() if answer.timestamp >= 0}
 
 
 def _collect_topic_configs(admin: SnapshotAdminClient, rows: SnapshotRows, topics: list[str]) -> None:
@@ -177,7 +207,8 @@ def _collect_topic_configs(admin: SnapshotAdminClient, rows: SnapshotRows, topic
         values = result.values
         rows.add("topic_configs", topic=topic, retention_ms=_as_int(values.get("retention.ms")),
                  retention_bytes=_as_int(values.get("retention.bytes")),
-                 cleanup_policy=values.get("cleanup.policy"))
+                 cleanup_policy=values.get("cleanup.policy"),
+                 message_timestamp_type=values.get("message.timestamp.type"))
 
 
 def _collect_broker_config(admin: SnapshotAdminClient, rows: SnapshotRows, fallback_minutes: int) -> None:

@@ -1,5 +1,6 @@
 """The rows of one snapshot, gathered in memory before anything is written, with an error row for
-each call that failed for one group or topic (the snapshot goes on) while a lost connection ends it."""
+each call that failed for one group or topic (the snapshot goes on) while a lost connection ends it.
+An authorization error's row names, after Kafka's message, the ACL the call needs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import kafka.errors as Errors
 import pyarrow as pa
 
 from offsets_platform.kafka.admin_calls import CALL_ERRORS, CONNECTION_ERRORS, error_name
+from offsets_platform.kafka.errors import refusal_message
 from offsets_platform.lake.tables import SNAPSHOT_FIELDS, SNAPSHOT_TABLES, TABLES
 
 T = TypeVar("T")
@@ -36,6 +38,8 @@ class SnapshotRows:
     """Rows of every snapshot table, gathered before anything is written."""
 
     tables: dict[str, list[dict]] = field(default_factory=lambda: {name: [] for name in SNAPSHOT_TABLES})
+    principal: str | None = None
+    """Who the snapshot logs in as (User:<name> for SASL), named in the ACLs its error rows ask for."""
 
     def add(self, table: str, **row) -> None:
         expected = set(TABLES[table].schema.names) - {f.name for f in SNAPSHOT_FIELDS}
@@ -50,8 +54,10 @@ class SnapshotRows:
             name = name.encode("utf-8", "backslashreplace").decode("utf-8")
         if message is None and isinstance(error, BaseException):
             message = str(error)
-        self.add("snapshot_errors", scope=scope, name=name, operation=operation,
-                 error=error if isinstance(error, str) else error_name(error), message=message)
+        error = error if isinstance(error, str) else error_name(error)
+        about = {"group": name} if scope == "group" else {"topic": name} if scope == "topic" else {}
+        message = refusal_message(operation, error, message, principal=self.principal, **about) or message
+        self.add("snapshot_errors", scope=scope, name=name, operation=operation, error=error, message=message)
 
     def guarded(self, scope: str, name: str | None, operation: str, call: Callable[..., T], *args) -> T | None:
         """`call(*args)`, or None after recording the error if it failed for this group or topic."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from offsets_platform.kafka.errors import BrokerUnreachable, reachable_now
+from offsets_platform.kafka.errors import BrokerUnreachable, not_authorized, reachable_now, sasl_principal
 from offsets_platform.settings import KafkaConnection
 
 STEP = "reading the cluster id and the topic id"
@@ -38,6 +38,7 @@ def read_log_identity(connection: KafkaConnection, timeout_s: float = 15.0) -> L
     Raises:
         BrokerUnreachable: the cluster refused the connection, did not answer within `timeout_s`,
             or does not have the topic.
+        NotAuthorized: the principal may not describe the topic; the message names the ACL.
     """
     bootstrap = connection.bootstrap_servers
     reachable_now(bootstrap, STEP)
@@ -55,6 +56,12 @@ def read_log_identity(connection: KafkaConnection, timeout_s: float = 15.0) -> L
                     raise
                 time.sleep(0.2)
     except KafkaException as error:
+        # Refused Describe on the topic: the ACL named is Read, which the reading of the log that
+        # follows needs (Fetch) and which allows Describe as well.
+        refusal = not_authorized(bootstrap, sasl_principal(connection.security_protocol, connection.sasl_username),
+                                 "Fetch", error.args[0].name(), error.args[0].str(), topic=connection.offsets_topic)
+        if refusal is not None:
+            raise refusal from error
         raise BrokerUnreachable(bootstrap, f"{STEP} of {connection.offsets_topic}: {error.args[0]}") from error
     except TimeoutError as error:  # concurrent.futures' timeout: the cluster never answered
         raise BrokerUnreachable(bootstrap, f"{STEP}: no answer within {timeout_s:.0f} s") from error

@@ -9,13 +9,18 @@ from typing import Iterator
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from offsets_platform.kafka.errors import BrokerUnreachable, wait_until_reachable
+from offsets_platform.kafka.errors import (
+    BrokerUnreachable, consumer_refusal, not_authorized, sasl_principal, wait_until_reachable,
+)
 from offsets_platform.settings import KafkaConnection
 # Records asked of librdkafka per consume() call; several calls make one yielded batch.
 CONSUME_CHUNK = 100_000
 # The most one fetch response brings (librdkafka's fetch.max.bytes): what librdkafka holds is
 # about queued.min.messages plus one such response, whatever the topic's size.
 FETCH_MAX_BYTES = 4 * 1024 * 1024
+
+# The consumer's group.id: required by the client, never joined nor committed to (see _client).
+INGEST_GROUP = "offsets-platform-ingest"
 
 LEADER_MOVING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                  KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION}
@@ -74,7 +79,7 @@ class OffsetsTopicReader:
             config = self.connection.confluent_config()
             config.update({
                 # assign() only: the group id is never joined nor committed to.
-                "group.id": "offsets-platform-ingest",
+                "group.id": INGEST_GROUP,
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "isolation.level": "read_committed",
@@ -101,11 +106,19 @@ class OffsetsTopicReader:
 
         Raises:
             BrokerUnreachable: no metadata or offsets within the timeout.
+            NotAuthorized: the principal may not describe the topic; the message names the ACL.
         """
         consumer = self._client()
         try:
             metadata = consumer.list_topics(self.topic, timeout=self.timeout_s)
             topic = metadata.topics.get(self.topic)
+            if topic is not None and topic.error is not None:
+                # Refused Describe: the ACL named is Read, which reading the topic needs (Fetch)
+                # and which allows Describe as well.
+                refusal = not_authorized(self.connection.bootstrap_servers, self._principal(), "Fetch",
+                                         topic.error.name(), topic.error.str(), topic=self.topic)
+                if refusal is not None:
+                    raise refusal
             if topic is None or topic.error is not None:
                 raise BrokerUnreachable(self.connection.bootstrap_servers,
                                         f"topic {self.topic} is not readable ({topic.error if topic else 'missing'})")
@@ -135,7 +148,13 @@ class OffsetsTopicReader:
 
     def read(self, plan: ReadPlan) -> Iterator[pa.Table]:
         """Yield Arrow batches (RAW_SCHEMA) of up to `batch_records` records until every
-        partition reached its planned end."""
+        partition reached its planned end.
+
+        Raises:
+            BrokerUnreachable: no records within the timeout, or a partition's error.
+            NotAuthorized: the principal may not read the topic or describe the consumer's group
+                (INGEST_GROUP); the message names the ACL.
+        """
         pending = {p for p in plan.end if plan.start[p] < plan.end[p]}
         if not pending:
             return
@@ -174,8 +193,15 @@ class OffsetsTopicReader:
             elif error.code() == KafkaError._PARTITION_EOF:
                 pending.discard(message.partition())
             else:
+                refusal = consumer_refusal(self.connection.bootstrap_servers, self._principal(), error.name(),
+                                           error.str(), self.topic, INGEST_GROUP)
+                if refusal is not None:
+                    raise refusal
                 raise BrokerUnreachable(self.connection.bootstrap_servers, str(error))
         return records
+
+    def _principal(self) -> str | None:
+        return sasl_principal(self.connection.security_protocol, self.connection.sasl_username)
 
     def close(self) -> None:
         if self._consumer is not None:

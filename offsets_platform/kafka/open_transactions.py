@@ -20,18 +20,25 @@ import time
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from offsets_platform.kafka.errors import BrokerUnreachable, reachable_now
+from offsets_platform.kafka.errors import BrokerUnreachable, consumer_refusal, reachable_now, sasl_principal
 from offsets_platform.kafka.offsets_topic import RAW_SCHEMA, messages_to_arrow
 from offsets_platform.settings import KafkaConnection
 
 STEP = "the open-transaction check"
+# The consumer's group.id: required by the client, never joined nor committed to.
+CHECK_GROUP = "offsets-platform-open-transactions"
 # Client-wide errors after which waiting longer cannot give the answer: librdkafka keeps
 # retrying them (or, for fatal ones, has given up) and would only run out the timeout.
 _LOST = {KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION}
+_REFUSED = {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.GROUP_AUTHORIZATION_FAILED}
 
 
 class _Lost(Exception):
     """The check cannot complete; the message says why."""
+
+
+class _Refused(Exception):
+    """The broker refused the check for lack of an ACL (TOPIC_ or GROUP_AUTHORIZATION_FAILED)."""
 
 
 def read_past_stable_offsets(connection: KafkaConnection, stable_end: dict[int, int],
@@ -41,13 +48,15 @@ def read_past_stable_offsets(connection: KafkaConnection, stable_end: dict[int, 
     Raises:
         BrokerUnreachable: the cluster refused the connection, was lost, or did not give every
             partition's records within `timeout_s` (all of them, for all the calls).
+        NotAuthorized: the principal may not read the topic or describe the consumer's group
+            (CHECK_GROUP); the message names the ACL.
     """
     bootstrap = connection.bootstrap_servers
     reachable_now(bootstrap, STEP)
     deadline = time.monotonic() + timeout_s
     client_errors: list[KafkaError] = []  # librdkafka's client-wide errors, delivered during consume()
     config = connection.confluent_config()
-    config.update({"group.id": "offsets-platform-open-transactions", "enable.auto.commit": False,
+    config.update({"group.id": CHECK_GROUP, "enable.auto.commit": False,
                    "isolation.level": "read_uncommitted", "enable.partition.eof": True,
                    "error_cb": client_errors.append})
     try:
@@ -56,6 +65,10 @@ def read_past_stable_offsets(connection: KafkaConnection, stable_end: dict[int, 
         raise BrokerUnreachable(bootstrap, f"{STEP}: no client ({error})") from error
     try:
         return _read(consumer, connection.offsets_topic, stable_end, deadline, client_errors, timeout_s)
+    except _Refused as refused:
+        error = refused.args[0]
+        raise consumer_refusal(bootstrap, sasl_principal(connection.security_protocol, connection.sasl_username),
+                               error.name(), error.str(), connection.offsets_topic, CHECK_GROUP) from None
     except KafkaException as error:
         raise BrokerUnreachable(bootstrap, f"{STEP}: {error}") from error
     except _Lost as lost:
@@ -95,6 +108,8 @@ def _read(consumer: Consumer, topic: str, stable_end: dict[int, int], deadline: 
             error = message.error()
             if error is not None and error.code() == KafkaError._PARTITION_EOF:
                 pending.discard(message.partition())
+            elif error is not None and error.code() in _REFUSED:
+                raise _Refused(error)
             elif error is not None:
                 raise _Lost(f"partition {message.partition()} of {topic}: {error}")
             elif message.offset() < ends[message.partition()]:
