@@ -69,13 +69,15 @@ def snapshot_cluster(
 
 
 def groups_the_models_know(lake: Lake) -> list[str]:
-    """The groups the last refresh saw alive (group_state, not Dead): the snapshot asks about each
-    by name when ListGroups does not list it, so that a group deleted since the last ingest is
-    known to be gone (see `collect_groups`). None before the models ran, nor in a lake that was
-    not handed the model tables."""
+    """The groups the last refresh saw alive (group_state, not Dead), and those only a snapshot
+    found gone: the snapshot asks about each by name when ListGroups does not list it, so that a
+    group deleted since the last ingest is known to be gone (see `collect_groups`) until the log's
+    tombstones say so too. None before the models ran, nor in a lake that was not handed the model
+    tables."""
     if "group_state" not in lake.tables or not lake.exists("group_state"):
         return []
-    alive = lake.query("select group_id from group_state where state <> 'Dead'", "group_state")
+    alive = lake.query("select group_id from group_state where state <> 'Dead' or state_source = 'gone'",
+                       "group_state")
     return alive.column("group_id").to_pylist()
 
 

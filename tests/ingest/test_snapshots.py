@@ -102,3 +102,22 @@ def test_unreachable_cluster_is_named_and_the_lake_is_untouched(lake):
     assert time.monotonic() - started < 20
     assert address in str(error.value)
     assert not lake.root.exists()
+
+
+@pytest.mark.fast
+def test_a_snapshot_asks_about_the_groups_the_models_saw_alive_and_those_it_found_gone(tmp_path):
+    import pyarrow as pa
+
+    from offsets_platform.ingest.snapshots import groups_the_models_know
+    from offsets_platform.models.project import lake_for_models
+
+    lake = lake_for_models(tmp_path / "lake")
+    assert groups_the_models_know(lake) == []  # before the models ran
+    schema = lake.spec("group_state").schema
+    rows = [{"group_id": "alive", "state": "Empty", "state_source": "log"},
+            {"group_id": "deleted", "state": "Dead", "state_source": "log"},  # the log's tombstone
+            {"group_id": "gone", "state": "Dead", "state_source": "gone"}]  # only a snapshot said so
+    lake.overwrite("group_state", pa.Table.from_pylist(
+        [{**{name: None for name in schema.names}, "classification": "consumer", "is_membership_known": True, **row}
+         for row in rows], schema=schema))
+    assert sorted(groups_the_models_know(lake)) == ["alive", "gone"]
