@@ -57,7 +57,7 @@ test: $(INSTALLED)  ## the whole test suite, the lake on object storage included
 test-object-storage: $(INSTALLED)  ## only the lake on a real S3-compatible server (SeaweedFS, started on loopback by the tests), as the second half of make test runs it
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest tests/object_storage
 
-test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes: pure logic, the codec, SQL rules on tiny inputs, definitions load
+test-fast: $(INSTALLED)  ## the quick tier, under 2 minutes and without a JVM: pure logic, the codec, the Dagster definitions load, Delta through delta-rs (tests marked fast; one that starts Spark, a broker or any Java fails)
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -m fast
 
 lint: $(PYTHON_INSTALLED)  ## ruff, the import contracts in pyproject.toml (the library never imports Dagster or the proving ground), sqlfluff on the models' SQL

@@ -14,7 +14,8 @@ from offsets_platform.models.project import model_table_specs
 # every table a lake for the models knows (the `lake` fixture): its own and the shipped models'
 DECLARED = sorted({*TABLES, *model_table_specs()})
 
-pytestmark = pytest.mark.fast  # make test-fast
+# The tests on delta-rs alone are marked `fast` (make test-fast) one by one; those that read
+# through Spark are not: the fast tier starts no JVM.
 
 
 def checkpoint_rows(run_id, partitions, next_offsets):
@@ -30,6 +31,7 @@ def checkpoint_rows(run_id, partitions, next_offsets):
     })
 
 
+@pytest.mark.fast
 def test_every_bronze_record_table_says_where_its_rows_came_from():
     for name in RECORD_TABLES:
         spec = TABLES[name]
@@ -38,6 +40,7 @@ def test_every_bronze_record_table_says_where_its_rows_came_from():
         assert "row" not in spec.schema.names, "the codec's batch-local row index must not leak"
 
 
+@pytest.mark.fast
 def test_every_column_of_the_lakes_own_tables_has_a_description_kept_out_of_the_schema():
     undescribed = [f"{name}.{column}" for name, spec in TABLES.items() for column in spec.schema.names
                    if not spec.column_descriptions.get(column, "").strip()]
@@ -48,6 +51,7 @@ def test_every_column_of_the_lakes_own_tables_has_a_description_kept_out_of_the_
         assert spec.schema.metadata is None and all(f.metadata is None for f in spec.schema), name
 
 
+@pytest.mark.fast
 def test_a_description_of_a_column_the_table_lacks_is_an_error():
     spec = TABLES["topic_configs"]
     with pytest.raises(ValueError, match="retention_hours"):
@@ -56,6 +60,7 @@ def test_a_description_of_a_column_the_table_lacks_is_an_error():
     assert described.column_descriptions == {"topic": "the topic"} and described == spec
 
 
+@pytest.mark.fast
 def test_unknown_table_names_the_known_ones(lake):
     with pytest.raises(KeyError, match="offset_commit_records"):
         table_spec("no_such_table")
@@ -63,6 +68,7 @@ def test_unknown_table_names_the_known_ones(lake):
         lake.read_arrow("no_such_table")
 
 
+@pytest.mark.fast
 def test_a_lake_knows_only_the_model_tables_it_is_handed(tmp_path):
     bare = Lake(tmp_path / "lake")
     assert set(bare.tables) == set(TABLES)
@@ -77,6 +83,7 @@ def test_a_lake_knows_only_the_model_tables_it_is_handed(tmp_path):
     assert handed.with_model_tables({"group_state": group_state}) is handed, "nothing new: the same lake"
 
 
+@pytest.mark.fast
 def test_a_name_that_already_means_another_table_is_an_error(tmp_path, lake):
     other = TableSpec(name="offset_commit_records", layer="silver", schema=pa.schema([("x", pa.int64())]),
                       keys=("x",), description="not the bronze table")
@@ -87,6 +94,7 @@ def test_a_name_that_already_means_another_table_is_an_error(tmp_path, lake):
         lake.with_model_tables({"group_state": changed})
 
 
+@pytest.mark.fast
 def test_reading_a_table_no_write_created_reads_it_empty_and_creates_nothing(lake):
     for name in DECLARED:
         declared = lake.spec(name).schema
@@ -103,6 +111,7 @@ def test_reading_a_table_no_write_created_reads_it_empty_and_creates_nothing(lak
         lake.require(["group_state", "consumer_lag"], "run the models")
 
 
+@pytest.mark.fast
 def test_writing_creates_the_table_with_its_declared_schema(lake):
     for name in DECLARED:
         declared = lake.spec(name).schema
@@ -113,6 +122,7 @@ def test_writing_creates_the_table_with_its_declared_schema(lake):
     lake.require(DECLARED, "nothing: every table exists")
 
 
+@pytest.mark.fast
 def test_append_creates_the_table_and_each_append_is_one_commit(lake):
     lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0, 1], [5, 7]))
     version = lake.append("offsets_topic_checkpoints", checkpoint_rows("r2", [0], [9]))
@@ -123,6 +133,7 @@ def test_append_creates_the_table_and_each_append_is_one_commit(lake):
     assert DeltaTable(str(lake.path("offsets_topic_checkpoints"))).protocol().reader_features is None
 
 
+@pytest.mark.fast
 def test_merge_upserts_by_the_registered_keys(lake):
     lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0, 1], [5, 7]))
     rows = checkpoint_rows("r1", [1, 2], [7, 3])
@@ -134,6 +145,7 @@ def test_merge_upserts_by_the_registered_keys(lake):
     assert rows == {(0, 5): 1, (1, 7): 40, (2, 3): 1}
 
 
+@pytest.mark.fast
 def test_a_lake_sees_what_another_writer_committed_since_it_opened_the_table(lake):
     # the lake keeps tables open between calls; another process's commits must still show
     lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0], [5]))
@@ -145,6 +157,7 @@ def test_a_lake_sees_what_another_writer_committed_since_it_opened_the_table(lak
     assert lake.files("offsets_topic_checkpoints", 1) == first_files  # an older version, reopened
 
 
+@pytest.mark.fast
 def test_a_lake_merged_into_by_another_writer_reads_the_merged_rows(lake):
     lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0], [5]))
     assert lake.read_arrow("offsets_topic_checkpoints")["record_count"].to_pylist() == [1]
@@ -154,6 +167,7 @@ def test_a_lake_merged_into_by_another_writer_reads_the_merged_rows(lake):
     assert lake.read_arrow("offsets_topic_checkpoints")["record_count"].to_pylist() == [40]
 
 
+@pytest.mark.fast
 def test_a_write_missing_a_column_is_refused_and_writes_nothing(lake):
     bad = checkpoint_rows("r1", [0], [1]).drop_columns(["next_offset"])
     with pytest.raises(ValueError, match="next_offset"):

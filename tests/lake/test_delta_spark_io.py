@@ -12,8 +12,6 @@ from deltalake import DeltaTable, write_deltalake
 from offsets_platform.lake import Lake, TableSpec
 from offsets_platform.lake.delta import CHANGE_DATA_FEED
 
-pytestmark = pytest.mark.fast  # make test-fast
-
 AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 MODEL = TableSpec(name="latest_offsets", layer="silver", keys=("group_id", "partition_id"),
                   description="a model's table", schema=pa.schema([
@@ -80,6 +78,7 @@ def test_rows_appended_since_a_version_come_from_the_change_data_feed(lake, spar
     assert lake.spark_read_appended(spark, "offsets_topic_checkpoints", -1, last).count() == 4
 
 
+@pytest.mark.fast  # make test-fast: delta-rs alone; the module's other tests run Spark
 def test_a_rewritten_table_has_no_appended_rows_only_a_whole_read_is_correct(lake):
     first = lake.append("offsets_topic_checkpoints", checkpoints([0], 1))
     lake.overwrite("offsets_topic_checkpoints", checkpoints([1], 2))

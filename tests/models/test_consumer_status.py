@@ -22,8 +22,6 @@ import pytest
 from offsets_platform.models import ModelRunner
 from tests.models.bronze_builder import BronzeBuilder, at
 
-pytestmark = pytest.mark.fast  # make test-fast
-
 AS_OF = at(days=1)
 # consumer_status and what it reads; the other models are not needed here and cost minutes
 MODELS = ["log_offset_state", "snapshot_offsets", "committed_offsets", "consumer_lag", "group_state_history",

@@ -15,8 +15,6 @@ import pytest
 from tests.models.bronze_builder import BronzeBuilder, at, ms
 from tests.models.conftest import rows_by, run_models
 
-pytestmark = pytest.mark.fast  # make test-fast
-
 RULES, AUDIT, BACK_TO_CLASSIC, REBALANCES = (at(days=day) for day in range(4))
 
 

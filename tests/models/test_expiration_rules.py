@@ -15,8 +15,6 @@ import pytest
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import rows_by, run_models
 
-pytestmark = pytest.mark.fast  # make test-fast
-
 
 RETENTION = timedelta(minutes=1440)
 AS_OF = at(days=3)

@@ -19,8 +19,6 @@ from offsets_platform.quality import specs_for_model, validate
 from tests.models.bronze_builder import BronzeBuilder, at, ms
 from tests.models.conftest import rows_by, run_models
 
-pytestmark = pytest.mark.fast  # make test-fast
-
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 RETENTION_MS = 86_400_000  # offsets.retention.minutes = 1440, from the snapshot
 AS_OF = at(days=3)

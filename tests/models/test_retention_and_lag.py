@@ -36,8 +36,6 @@ import pytest
 from tests.models.bronze_builder import BronzeBuilder, at, ms
 from tests.models.conftest import rows_by, run_models
 
-pytestmark = pytest.mark.fast  # make test-fast
-
 
 S1, S2, S3 = at(days=1), at(days=1, minutes=10), at(days=1, minutes=20)
 RETENTION_MS = 3_600_000
