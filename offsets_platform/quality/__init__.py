@@ -1,4 +1,5 @@
-"""Data quality: the project's declared tests, run as Great Expectations suites on Spark."""
+"""Data quality: the project's declared tests, run as Great Expectations suites (on Arrow for
+small tables, on Spark for the rest)."""
 
 from offsets_platform.quality.expectations import CheckOutcome, SuiteResult, validate
 from offsets_platform.quality.specs import (
@@ -9,6 +10,7 @@ from offsets_platform.quality.specs import (
     specs_for_model,
     specs_for_source,
 )
+from offsets_platform.quality.table_validation import validate_table
 
 __all__ = ["ERROR", "WARN", "CheckOutcome", "CheckSpec", "CheckSpecError", "SuiteResult",
-           "specs_for_model", "specs_for_source", "validate"]
+           "specs_for_model", "specs_for_source", "validate", "validate_table"]

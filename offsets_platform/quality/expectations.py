@@ -1,27 +1,39 @@
-"""Running a table's declared tests as one Great Expectations suite on a Spark DataFrame.
+"""Running a table's declared tests as one Great Expectations suite, on Spark or on Arrow.
 
-One ephemeral GX context serves the process: a Spark datasource with one DataFrame asset per
-table, each validated whole. Every spec becomes one expectation, tagged with its position in
-`meta` because GX does not return results in suite order.
+One ephemeral GX context serves the process: a Spark datasource and a pandas datasource, each
+with one DataFrame asset per table, validated whole. Every spec becomes one expectation, tagged
+with its position in `meta` because GX does not return results in suite order.
+
+`validate` runs the suite on a Spark DataFrame; `validate_arrow` runs the same suite on a
+`pyarrow.Table` through GX's pandas engine, without Spark jobs, and gives the same outcomes. Where
+pandas would answer a test otherwise than Spark (NaN, which Spark orders above every number;
+values Spark casts to the column's type; nested values pandas cannot group), `validate_arrow`
+refuses the table rather than give another answer.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from offsets_platform.quality.pandas_like_spark import (SparkCannotCollect, pandas_frame, sample_as_on_spark,
+                                                        why_pandas_differs)
 from offsets_platform.quality.specs import ERROR, WARN, CheckSpec, specs_for_model, specs_for_source
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
-__all__ = ["CheckOutcome", "CheckSpec", "SuiteResult", "specs_for_model", "specs_for_source", "validate"]
+__all__ = ["CheckOutcome", "CheckSpec", "NotComparableOnArrow", "SuiteResult", "specs_for_model",
+           "specs_for_source", "validate", "validate_arrow"]
 
 # BASIC gives counts plus a few offending values; SUMMARY adds value histograms (more Spark jobs).
 _RESULT_FORMAT = {"result_format": "BASIC", "partial_unexpected_count": 5}
-_DATASOURCE = "spark"
+# Asset names are per datasource: a table has one asset in each, and their batches do not mix.
+_SPARK_DATASOURCE = "spark"
+_PANDAS_DATASOURCE = "pandas"
 _BATCH_DEFINITION = "whole_table"
 _LOCK = threading.Lock()  # GX's context and its assets are not safe to mutate from two threads
 _context = None
@@ -91,27 +103,57 @@ class SuiteResult:
         return "\n".join(lines)
 
 
+class NotComparableOnArrow(ValueError):
+    """A test pandas could answer otherwise than Spark on this table; validate it on Spark."""
+
+
 def validate(df: "DataFrame", table_name: str, specs: list[CheckSpec]) -> SuiteResult:
     """Validate `df` against all `specs` in one GX suite run; a spec naming a column `df` lacks
     is a ValueError (a wrong project, not a data problem)."""
+    _require_columns(table_name, specs, df.columns)
     if not specs:
         return SuiteResult(table=table_name, outcomes=())
-    missing = sorted({c for spec in specs for c in spec.columns} - set(df.columns))
-    if missing:
-        raise ValueError(f"table {table_name!r}: tests name columns it does not have: {missing}")
     # GX scans the table once per metric group; caching makes that one read of the files. Only
     # a cache we made is dropped afterwards.
     cached_here = not df.is_cached
     if cached_here:
         df = df.persist()
     try:
-        with _LOCK:
-            suite = _suite(table_name, specs)
-            batch = _batch_definition(table_name).get_batch(batch_parameters={"dataframe": df})
-            result = batch.validate(suite, result_format=_RESULT_FORMAT)
+        return _run_suite(_SPARK_DATASOURCE, table_name, specs, df)
     finally:
         if cached_here:
             df.unpersist()
+
+
+def validate_arrow(table: "pa.Table", table_name: str, specs: list[CheckSpec]) -> SuiteResult:
+    """Validate `table` as `validate` does a Spark DataFrame of the same rows, with GX's pandas
+    engine instead of Spark jobs: the same outcomes, offending values included as Spark returns
+    them (their order aside). A spec naming a column the table lacks is a ValueError; one whose
+    answer on pandas could differ from Spark's is a `NotComparableOnArrow` naming the spec."""
+    _require_columns(table_name, specs, table.column_names)
+    if not specs:
+        return SuiteResult(table=table_name, outcomes=())
+    refused = [f"{spec.description}: {reason}" for spec in specs if (reason := why_pandas_differs(spec, table))]
+    if refused:
+        raise NotComparableOnArrow(f"table {table_name!r}: on pandas these tests could give another answer "
+                                   f"than on Spark: {'; '.join(refused)}")
+    result = _run_suite(_PANDAS_DATASOURCE, table_name, specs, pandas_frame(table))
+    types = {field.name: field.type for field in table.schema}
+    return replace(result, outcomes=tuple(_as_on_spark(outcome, types) for outcome in result.outcomes))
+
+
+def _require_columns(table_name: str, specs: list[CheckSpec], columns: list[str]) -> None:
+    missing = sorted({c for spec in specs for c in spec.columns} - set(columns))
+    if missing:
+        raise ValueError(f"table {table_name!r}: tests name columns it does not have: {missing}")
+
+
+def _run_suite(datasource: str, table_name: str, specs: list[CheckSpec], frame) -> SuiteResult:
+    """One GX suite of `specs` on `frame`, a DataFrame of the named datasource's engine."""
+    with _LOCK:
+        suite = _suite(table_name, specs)
+        batch = _batch_definition(datasource, table_name).get_batch(batch_parameters={"dataframe": frame})
+        result = batch.validate(suite, result_format=_RESULT_FORMAT)
     by_index = {r.expectation_config.meta["check"]: r for r in result.results}
     return SuiteResult(table=table_name, outcomes=tuple(_outcome(spec, by_index[i]) for i, spec in enumerate(specs)))
 
@@ -180,9 +222,24 @@ def _exception_message(info: dict | None) -> str | None:
     return messages[0].splitlines()[0] if messages else None
 
 
-def _batch_definition(table_name: str):
-    """The whole-DataFrame batch definition of the table's asset (created on first use)."""
-    datasource = _gx_context().data_sources.get(_DATASOURCE)
+def _as_on_spark(outcome: CheckOutcome, types: dict[str, "pa.DataType"]) -> CheckOutcome:
+    """The outcome with its offending values as GX on Spark would give them; where PySpark could
+    not collect one, GX on Spark reports the test as not evaluated, and so does this."""
+    try:
+        return replace(outcome, sample=sample_as_on_spark(outcome.spec, outcome.sample, types))
+    except SparkCannotCollect as error:
+        return replace(outcome, success=False, element_count=None, unexpected_count=None, observed_value=None,
+                       sample=(), error=str(error))
+
+
+def _batch_definition(datasource_name: str, table_name: str):
+    """The whole-DataFrame batch definition of the table's asset in the datasource (created on
+    first use)."""
+    data_sources = _gx_context().data_sources
+    try:
+        datasource = data_sources.get(datasource_name)
+    except KeyError:
+        datasource = _add_datasource(data_sources, datasource_name)
     try:
         asset = datasource.get_asset(table_name)
     except LookupError:
@@ -191,6 +248,17 @@ def _batch_definition(table_name: str):
         return asset.get_batch_definition(_BATCH_DEFINITION)
     except KeyError:
         return asset.add_batch_definition_whole_dataframe(_BATCH_DEFINITION)
+
+
+def _add_datasource(data_sources, name: str):
+    """Each datasource is added on its first use: adding GX's Spark datasource starts a
+    SparkSession (a default one, without the project's settings, where none runs), which
+    validate_arrow must not."""
+    if name == _SPARK_DATASOURCE:
+        # persist=False: GX would otherwise cache every DataFrame it is given and never release
+        # it; validate() caches and uncaches around the run instead.
+        return data_sources.add_spark(name, persist=False)
+    return data_sources.add_pandas(name)
 
 
 def _gx_context():
@@ -205,8 +273,5 @@ def _gx_context():
             logging.getLogger(name).setLevel(logging.WARNING)
         context = gx.get_context(mode="ephemeral")
         context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
-        # persist=False: GX would otherwise cache every DataFrame it is given and never release
-        # it; validate() caches and uncaches around the run instead.
-        context.data_sources.add_spark(_DATASOURCE, persist=False)
         _context = context
     return _context
