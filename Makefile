@@ -49,9 +49,15 @@ demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's
 
 # The object-storage tests run in a pytest process of their own, after the rest: Spark reads the S3
 # credentials from its environment when its JVM starts, so their session must start after their server.
+# The rest run in TEST_PROCESSES pytest processes (pytest-xdist), each test module whole in one of
+# them, so a module's broker starts once: much of a test's time is spent waiting (for a broker or a
+# JVM to start, a Delta commit, Kafka's own expiration), and three processes keep two cores busy.
+# Each process's Spark driver gets a 2 GB heap rather than 6 GB: the tests' tables are small, and
+# three drivers at 6 GB and the tests' brokers and browsers do not fit in 24 GB.
+TEST_PROCESSES ?= 3
 test: $(INSTALLED)  ## the whole test suite, the lake on object storage included (installs Debian's chromium and prometheus first when missing, for tests/ui and tests/metrics)
 	bash .ci/install-debian-packages
-	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest --ignore=tests/object_storage
+	SPARK_LOCAL_IP=127.0.0.1 OFFSETS_PLATFORM_SPARK_DRIVER_MEMORY=2g $(BIN)/python -m pytest --ignore=tests/object_storage -n $(TEST_PROCESSES) --dist loadfile
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest tests/object_storage
 
 test-object-storage: $(INSTALLED)  ## only the lake on a real S3-compatible server (SeaweedFS, started on loopback by the tests), as the second half of make test runs it

@@ -56,7 +56,7 @@ with warnings.catch_warnings():
             name = spec.key.to_user_string()
             yield ObserveResult(asset_key=spec.key, metadata=table_metadata(the_lake, name))
 
-assets = [offsets_topic_bronze, cluster_snapshot, *model_assets(project), cleanup_plans, cleanup_records,
+assets = [offsets_topic_bronze, cluster_snapshot, model_assets(project), cleanup_plans, cleanup_records,
           cluster_report]
 
 # Schedules (refresh, daily cleanup plan) and the bronze freshness checks with their sensor;

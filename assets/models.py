@@ -1,8 +1,14 @@
-"""One Dagster asset per dbt-like model: dependencies from its refs and sources, its description
-and columns from the layer's YAML, its code version from a hash of its SQL.
+"""The dbt-like models as one Dagster multi-asset: an asset per model (dependencies from its refs
+and sources, description and columns from the layer's YAML, code version from a hash of its SQL)
+and a Great Expectations check per model table that declares tests.
 
-The way dagster-dbt turns a manifest into assets, without dbt: the models run on the run's one
-SparkSession (in-process executor) and write Delta through the lake.
+The way dagster-dbt turns a manifest into assets, without dbt. One step runs the selected models
+with the same `ModelRunner.iter_runs` as the command line and the benchmarks: on one SparkSession,
+with each source pinned to one version for the whole refresh, two models at a time. Each table is
+validated as soon as it is written, in the same step, and its check result reported with its
+materialization; a table that fails an error-severity check feeds none of the models downstream
+of it in the step, and Dagster then fails the step, which stops the assets after it. Selecting
+some models, or only a check, in the UI runs just those.
 """
 
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
@@ -10,14 +16,18 @@ import json
 from datetime import datetime, timezone
 from typing import Optional
 
-from dagster import (AssetExecutionContext, AssetKey, AssetsDefinition, ConfigurableResource, InitResourceContext,
-                     MaterializeResult, MetadataValue, TableColumn, TableSchema, asset)
+from dagster import (AssetCheckSpec, AssetExecutionContext, AssetKey, AssetsDefinition, AssetSpec,
+                     ConfigurableResource, InitResourceContext, MaterializeResult, MetadataValue, TableColumn,
+                     TableSchema, multi_asset)
 from pydantic import Field, PrivateAttr
 
 from assets.key_numbers import key_numbers
+from assets.quality import CHECK_NAME, check_result, suite_description
 from assets.resources import LakeResource, SparkResource
 from assets.table_specs import table_metadata
-from offsets_platform.models import Model, ModelProject, ModelRunner, default_variables
+from offsets_platform.lake import Lake
+from offsets_platform.models import Model, ModelProject, ModelRun, ModelRunner, default_variables
+from offsets_platform.quality import SuiteResult, specs_for_model, validate_table
 
 
 class ModelsResource(ConfigurableResource):
@@ -40,30 +50,65 @@ class ModelsResource(ConfigurableResource):
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self._as_of = datetime.now(timezone.utc)
 
-    def runner(self, spark, lake, emit) -> ModelRunner:
+    def runner(self, spark, lake, emit, project: Optional[ModelProject] = None) -> ModelRunner:
         variables = default_variables(self._as_of)
         variables.update(offsets_retention_minutes_fallback=self.offsets_retention_minutes_fallback,
                          watched_groups=json.loads(self.watched_groups_json),
                          metrics_bucket_minutes=self.metrics_bucket_minutes,
                          consumer_status_window=self.consumer_status_window,
                          consumer_status_min_distance_seconds=self.consumer_status_min_distance_seconds)
-        return ModelRunner(spark, lake, variables=variables, emit=emit)
+        return ModelRunner(spark, lake, project=project, variables=variables, emit=emit)
 
 
-def model_assets(project: ModelProject) -> list[AssetsDefinition]:
-    return [_model_asset(model) for model in project.models]
+def model_assets(project: ModelProject) -> AssetsDefinition:
+    """The multi-asset of every model of `project`, with the check of each model that declares tests."""
+    specs = {model.name: specs_for_model(model) for model in project.models}
+    check_specs = [AssetCheckSpec(CHECK_NAME, asset=name, blocking=any(spec.is_error for spec in tests),
+                                  description=suite_description(tests))
+                   for name, tests in specs.items() if tests]
+
+    @multi_asset(name="models", specs=[_model_spec(model) for model in project.models], check_specs=check_specs,
+                 can_subset=True, description="Refresh the selected models, each table validated once written.")
+    def run_models(context: AssetExecutionContext, spark: SparkResource, lake: LakeResource, models: ModelsResource):
+        runner = models.runner(spark.session(), lake.lake(), context.log.info, project)
+        the_lake = runner.lake  # knows the project's model tables
+        selected = [key.to_user_string() for key in context.selected_asset_keys]
+        to_check = {key.asset_key.to_user_string() for key in context.selected_asset_check_keys}
+        results: dict[str, SuiteResult] = {}
+
+        def validated(run: ModelRun) -> bool:
+            """Whether the models downstream of the run's table may read it."""
+            if run.model not in to_check:
+                return True
+            results[run.model] = validate_table(the_lake, spark.session, run.model, specs[run.model], run.rows_in_table)
+            context.log.info(results[run.model].summary())
+            return not results[run.model].failed_errors
+
+        for run in runner.iter_runs(select=selected, gate=validated):
+            if run.mode == "blocked":
+                continue  # not materialized: Dagster shows it skipped
+            yield _materialization(the_lake, run)
+            if run.model in results:
+                yield check_result(results.pop(run.model), asset_key=run.model)
+        # checks selected without their model: the table as it is
+        for name in sorted(to_check - set(selected)):
+            result = validate_table(the_lake, spark.session, name, specs[name])
+            context.log.info(result.summary())
+            yield check_result(result, asset_key=name)
+
+    return run_models
 
 
-def _model_asset(model: Model) -> AssetsDefinition:
-    deps = [AssetKey(table) for _, table in model.sources] + [AssetKey(ref) for ref in model.refs]
-
-    @asset(
-        name=model.name,
+def _model_spec(model: Model) -> AssetSpec:
+    return AssetSpec(
+        key=model.name,
         group_name=model.layer,
         description=model.description,
         code_version=model.code_version,
-        deps=deps,
+        deps=[AssetKey(table) for _, table in model.sources] + [AssetKey(ref) for ref in model.refs],
         kinds={"spark", "delta", "sql"},
+        # not materialized when a table upstream of it failed an error-severity check
+        skippable=True,
         metadata={
             "grain": model.grain,
             "in Kafka's terms": model.in_kafka,
@@ -74,20 +119,13 @@ def _model_asset(model: Model) -> AssetsDefinition:
                 TableColumn(c.name, c.data_type, description=c.description or None) for c in model.columns]),
         },
     )
-    def _run_model(context: AssetExecutionContext, spark: SparkResource, lake: LakeResource,
-                   models: ModelsResource) -> MaterializeResult:
-        the_lake = lake.lake()
-        run = models.runner(spark.session(), the_lake, context.log.info).run(model.name)
-        if run.mode == "unchanged":
-            context.log.info(f"{model.name}: its SQL, inputs and variables are as at its last run; table kept")
-        else:
-            context.log.info(f"{model.name}: {run.mode} run, {run.rows_written:,} rows written in {run.seconds:.1f} s")
-        return MaterializeResult(metadata={
-            **table_metadata(the_lake, model.name),
-            "mode": run.mode,
-            "rows_written": run.rows_written,
-            "seconds": round(run.seconds, 2),
-            **key_numbers(the_lake, model.name),
-        })
 
-    return _run_model
+
+def _materialization(lake: Lake, run: ModelRun) -> MaterializeResult:
+    return MaterializeResult(asset_key=run.model, metadata={
+        **table_metadata(lake, run.model, rows=run.rows_in_table),
+        "mode": run.mode,
+        "rows_written": run.rows_written,
+        "seconds": round(run.seconds, 2),
+        **key_numbers(lake, run.model),
+    })

@@ -23,6 +23,7 @@ def table_asset_spec(name: str, group_name: str, kinds: set[str]) -> AssetSpec:
     )
 
 
-def table_metadata(lake: Lake, name: str) -> dict:
-    """Row count and location of a table, for a materialization."""
-    return {"dagster/row_count": lake.count(name), "path": MetadataValue.path(str(lake.path(name)))}
+def table_metadata(lake: Lake, name: str, rows: int | None = None) -> dict:
+    """Row count (`rows` when the caller knows it) and location of a table, for a materialization."""
+    return {"dagster/row_count": lake.count(name) if rows is None else rows,
+            "path": MetadataValue.path(str(lake.path(name)))}

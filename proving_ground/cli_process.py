@@ -142,7 +142,9 @@ def _install_faults(args: argparse.Namespace) -> None:
         Lake.append = append
 
     if args.die_after_model_write:
-        for method in ("merge", "overwrite"):
+        # the runner writes a model's table through Delta's Spark writer (Lake.spark_merge for an
+        # incremental model, Lake.spark_overwrite for a table model)
+        for method in ("spark_merge", "spark_overwrite"):
             real_write = getattr(Lake, method)
 
             def write(self, name, data, real_write=real_write):

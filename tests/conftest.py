@@ -20,7 +20,8 @@ from offsets_platform.settings import KafkaConnection
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-pytest_plugins = ("pytester",)  # tests/test_fast_tier.py runs a pytest of its own
+# pytester: tests/test_fast_tier.py runs a pytest of its own; xdist_scheduling: make test's processes
+pytest_plugins = ("pytester", "tests.xdist_scheduling")
 
 
 @pytest.fixture(scope="module")

@@ -69,6 +69,10 @@ _JVM_CONF = {
 }
 
 
+# The driver's heap when this process starts the JVM, instead of _JVM_CONF's: less where several
+# sessions share a machine's memory (make test runs three), more for a larger lake in local mode.
+DRIVER_MEMORY_ENV = "OFFSETS_PLATFORM_SPARK_DRIVER_MEMORY"
+
 DELTA_JARS_ENV = "OFFSETS_PLATFORM_DELTA_JARS"
 
 # Delta's SQL extension and catalog: static settings, fixed when the JVM starts.
@@ -201,7 +205,9 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
         builder, conf = builder.remote(remote), {**_SESSION_CONF, **(extra_conf or {})}
     else:
         delta = _delta_session_conf()
-        conf = {**_SESSION_CONF, **_JVM_CONF, **delta, **_shuffle_partitions(master), **(extra_conf or {})}
+        jvm = {**_JVM_CONF, **({"spark.driver.memory": os.environ[DRIVER_MEMORY_ENV]}
+                               if os.environ.get(DRIVER_MEMORY_ENV) else {})}
+        conf = {**_SESSION_CONF, **jvm, **delta, **_shuffle_partitions(master), **(extra_conf or {})}
         if extra_conf and "spark.jars" in extra_conf:  # more jars, beside Delta's rather than instead
             conf["spark.jars"] = ",".join(filter(None, [delta["spark.jars"], extra_conf["spark.jars"]]))
         builder = builder.master(master)

@@ -38,7 +38,7 @@ import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pyarrow as pa
 
@@ -84,7 +84,9 @@ class ModelRunError(RuntimeError):
 @dataclass(frozen=True)
 class ModelRun:
     model: str
-    mode: str  # 'full', 'incremental', or 'unchanged' (not run: its inputs are as at its last run)
+    # 'full', 'incremental', 'unchanged' (not run: its inputs are as at its last run), or 'blocked'
+    # (not run: a table upstream of it failed an error-severity check; iter_runs' gate)
+    mode: str
     rows_written: int  # rows in the result (all rows for a full run, merged rows for incremental)
     rows_in_table: int
     seconds: float
@@ -145,11 +147,22 @@ class ModelRunner:
         """Run the selected models (default all), each once the models it refs are done; returns
         the runs in the project's order. A failure stops new models from starting and is raised
         once the running ones end."""
+        runs = {run.model: run for run in self.iter_runs(select, full_refresh)}
+        return [runs[m.name] for m in self.project.models if m.name in runs]
+
+    def iter_runs(self, select: list[str] | None = None, full_refresh: bool = False,
+                  gate: Callable[[ModelRun], bool] | None = None) -> Iterator[ModelRun]:
+        """Run the selected models as `run_all` does, yielding each run as it ends.
+
+        `gate`, when given, is called with each run before the models that ref it may start (in
+        this thread, while other models keep running): False stops them, and the selected models
+        downstream of it are yielded as `blocked` runs instead. Dagster's refresh validates each
+        table there, so a table that failed an error-severity check feeds nothing.
+        """
         models = [m for m in self.project.models if select is None or m.name in select]
         selected = {m.name for m in models}
         waiting = {m.name: {ref for ref in m.refs if ref in selected} for m in models}
         position = {m.name: index for index, m in enumerate(models, start=1)}
-        runs: dict[str, ModelRun] = {}
         self._pinned_versions = {}
         try:
             with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="model") as pool:
@@ -161,12 +174,29 @@ class ModelRunner:
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
                         name = running.pop(future)
-                        runs[name] = future.result()  # a failure: leaving the pool waits for the others
-                        for refs in waiting.values():
-                            refs.discard(name)
+                        run = future.result()  # a failure: leaving the pool waits for the others
+                        passed = gate is None or gate(run)
+                        yield run
+                        if passed:
+                            for refs in waiting.values():
+                                refs.discard(name)
+                        else:
+                            yield from self._block_downstream(name, waiting)
         finally:
             self._pinned_versions = None
-        return [runs[m.name] for m in models]
+
+    def _block_downstream(self, name: str, waiting: dict[str, set[str]]) -> Iterator[ModelRun]:
+        """Take every waiting model that refs `name`, directly or not, out of `waiting`."""
+        blocked, frontier = [], {name}
+        while frontier:
+            now_blocked = [model for model, refs in waiting.items() if refs & frontier]
+            for model in now_blocked:
+                del waiting[model]
+            blocked += now_blocked
+            frontier = set(now_blocked)
+        for model in blocked:
+            self.emit(f"model {model}: not run, because {name} failed an error-severity check upstream of it")
+            yield ModelRun(model=model, mode="blocked", rows_written=0, rows_in_table=0, seconds=0.0)
 
     def _run_reported(self, name: str, full_refresh: bool, index: int, total: int) -> ModelRun:
         model = self.project.model(name)

@@ -20,6 +20,8 @@ def _run(argv, capsys) -> tuple[int, str]:
 def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection, tmp_path, capsys, monkeypatch):
     make_topics(broker.bootstrap_servers)
     empty_group(broker.bootstrap_servers, "idle-app", [ORDERS], {(ORDERS, 0): 3})
+    empty_group(broker.bootstrap_servers, "idle-billing", [ORDERS], {(ORDERS, 1): 4})
+    # a standalone committer is idle since its last commit, so not deletable while its offsets live
     standalone_commit(broker.bootstrap_servers, "idle-standalone", {(ORDERS, 1): 2})
     snapshot_cluster(connection, Lake(tmp_path / "lake"), emit=lambda line: None)
     home = ["--home", str(tmp_path)]
@@ -31,7 +33,8 @@ def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection
     assert status == 0 and ", by ops, " in output
     plan_id = re.search(r"approve it with: offsets-platform approve (\w+)", output).group(1)
     assert "run by someone other than ops" in output
-    assert "DeleteGroups idle-app" in output and "DeleteGroups idle-standalone" in output
+    assert "DeleteGroups idle-app" in output and "DeleteGroups idle-billing" in output
+    assert "idle-standalone" not in output
 
     status, output = _run(["apply", plan_id, "--bootstrap-server", broker.bootstrap_servers, *home], capsys)
     assert status == 1 and "no approved action" in output
@@ -45,7 +48,7 @@ def test_plan_show_approve_apply_from_the_command_line(spark, broker, connection
     assert output.count("[approved by alice]") == 2
     # each action's facts, as the plan recorded them
     assert output.count("      facts: ") == 2 and output.count("group_state=Empty, member_count=0") == 2
-    assert "classification=standalone" in output
+    assert output.count("classification=consumer") == 2
 
     status, output = _run(["apply", plan_id, "--dry-run", "--bootstrap-server", broker.bootstrap_servers, *home], capsys)
     assert status == 0 and "2 shown (dry run: nothing sent)" in output

@@ -1,11 +1,15 @@
-"""The Dagster `expectations` checks on a tiny project: real Delta tables, real Spark, real runs."""
+"""The Dagster `expectations` checks on a tiny project: real Delta tables, real Spark, real runs.
+
+A model table's check runs in the models' step on the table just written; a source table's check
+is a step of its own."""
 
 from datetime import datetime, timezone
 
 import pyarrow as pa
 import pytest
-from dagster import AssetCheckKey, AssetCheckSeverity, AssetKey, asset, build_asset_check_context, materialize
+from dagster import AssetCheckKey, AssetCheckSeverity, AssetKey, AssetSelection, build_asset_check_context, materialize
 
+from assets.models import ModelsResource, model_assets
 from assets.quality import CHECK_NAME, expectation_checks
 from assets.resources import LakeResource, SparkResource
 from offsets_platform.lake import Lake
@@ -13,6 +17,7 @@ from offsets_platform.lake.tables import table_spec
 from offsets_platform.models.project import lake_for_models, load_project
 
 MODEL = "quality_check_offsets"
+DOWNSTREAM = "quality_check_groups"
 
 SILVER_YML = f"""
 models:
@@ -24,6 +29,10 @@ models:
       - {{name: note, data_type: string, tests: [{{not_null: {{severity: warn}}}}]}}
     tests:
       - unique_combination: {{columns: [group, committed_offset]}}
+  - name: {DOWNSTREAM}
+    description: groups of the offsets above
+    columns:
+      - {{name: group, data_type: string}}
 """
 SOURCES_YML = """
 sources:
@@ -34,6 +43,9 @@ sources:
         tests:
           - row_count: {max: 0, severity: warn}
 """
+MODEL_SQL = ("select `group`, `offset` as committed_offset, metadata as note "
+             "from {{ source('bronze', 'offset_commit_records') }}")
+DOWNSTREAM_SQL = f"select distinct `group` from {{{{ ref('{MODEL}') }}}}"
 
 
 @pytest.fixture(scope="module")
@@ -41,25 +53,25 @@ def project(tmp_path_factory):
     root = tmp_path_factory.mktemp("project")
     (root / "silver").mkdir()
     (root / "silver" / "silver.yml").write_text(SILVER_YML)
-    (root / "silver" / f"{MODEL}.sql").write_text("select * from {{ source('bronze', 'offset_commit_records') }}")
+    (root / "silver" / f"{MODEL}.sql").write_text(MODEL_SQL)
+    (root / "silver" / f"{DOWNSTREAM}.sql").write_text(DOWNSTREAM_SQL)
     (root / "sources.yml").write_text(SOURCES_YML)
     return load_project(root)
 
 
 @pytest.fixture
 def lake(tmp_path, project) -> Lake:
-    """A lake that knows this project's model table (the shipped project's are not needed)."""
+    """A lake that knows this project's model tables (the shipped project's are not needed)."""
     return lake_for_models(tmp_path / "lake", project)
 
 
-@pytest.fixture(scope="module")
-def checks(project):
-    return {next(iter(c.check_keys)).asset_key.to_user_string(): c for c in expectation_checks(project)}
-
-
-def offsets(lake: Lake, rows: list[tuple]) -> pa.Table:
-    return pa.Table.from_pylist([dict(zip(["group", "committed_offset", "note"], row)) for row in rows],
-                                schema=lake.spec(MODEL).schema)
+def commits(rows: list[tuple]) -> pa.Table:
+    """Bronze offset commits of (group, offset, metadata)."""
+    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    return pa.Table.from_pylist([
+        {"source_partition": 0, "source_offset": i, "ingest_run_id": "run", "ingested_at": now,
+         "group": group, "topic": "t", "partition": 0, "offset": offset, "metadata": note}
+        for i, (group, offset, note) in enumerate(rows)], schema=table_spec("offset_commit_records").schema)
 
 
 def rejected(count: int) -> pa.Table:
@@ -69,73 +81,83 @@ def rejected(count: int) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=table_spec("rejected_records").schema)
 
 
-def run_check(check, lake: Lake):
+def refresh(project, lake: Lake, selection=None):
+    """The models' step of this project as Dagster runs it."""
+    resources = {"lake": LakeResource(root=str(lake.root)), "spark": SparkResource(master="local[2]"),
+                 "models": ModelsResource()}
+    return materialize([model_assets(project)], resources=resources, selection=selection, raise_on_error=False)
+
+
+def evaluations(result) -> dict[str, object]:
+    return {e.asset_key.to_user_string(): e for e in result.get_asset_check_evaluations()}
+
+
+def materialized(result) -> set[str]:
+    return {e.asset_key.to_user_string() for e in result.get_asset_materialization_events()}
+
+
+def run_source_check(check, lake: Lake):
     context = build_asset_check_context()
     with context.op_execution_context:  # closes the context's resources now, not at interpreter exit
         return check(context, lake=LakeResource(root=str(lake.root)), spark=SparkResource())
 
 
-def test_one_blocking_check_per_model_and_a_non_blocking_one_for_a_warn_only_source(checks):
-    assert sorted(checks) == sorted([MODEL, "rejected_records"])
-    model_spec = next(iter(checks[MODEL].check_specs))
-    source_spec = next(iter(checks["rejected_records"].check_specs))
-    assert (model_spec.key, model_spec.blocking) == (AssetCheckKey(AssetKey(MODEL), CHECK_NAME), True)
-    assert (source_spec.key, source_spec.blocking) == (AssetCheckKey(AssetKey("rejected_records"), CHECK_NAME), False)
-    assert {"lake", "spark"} <= checks[MODEL].required_resource_keys
+@pytest.mark.fast
+def test_one_blocking_check_per_model_table_with_tests_and_a_non_blocking_one_for_a_warn_only_source(project):
+    [model_check] = model_assets(project).check_specs
+    [source_check] = [spec for check in expectation_checks(project) for spec in check.check_specs]
+    assert (model_check.key, model_check.blocking) == (AssetCheckKey(AssetKey(MODEL), CHECK_NAME), True)
+    assert (source_check.key, source_check.blocking) == (AssetCheckKey(AssetKey("rejected_records"), CHECK_NAME),
+                                                         False)
 
 
-def test_the_model_check_passes_on_good_data_and_fails_as_an_error_on_broken_data(checks, lake, spark):
-    lake.overwrite(MODEL, offsets(lake, [("g1", 5, "x"), ("g2", -1, "y")]))
-    good = run_check(checks[MODEL], lake)
-    assert good.passed, good.description
-    assert good.metadata["rows_checked"].value == 2
-    assert good.metadata["[error] committed_offset >= -1"].value == 0
+def test_in_the_models_step_a_good_table_passes_and_feeds_the_models_downstream(project, lake, spark):
+    lake.append("offset_commit_records", commits([("g1", 5, "x"), ("g2", -1, "y")]))
+    result = refresh(project, lake)
+    assert result.success
+    assert materialized(result) == {MODEL, DOWNSTREAM}
+    check = evaluations(result)[MODEL]
+    assert check.passed
+    assert check.metadata["rows_checked"].value == 2
+    assert check.metadata["[error] committed_offset >= -1"].value == 0
 
-    lake.overwrite(MODEL, offsets(lake, [("g1", 3, "x"), ("g1", 3, None), (None, 4, None), ("g2", -7, "z")]))
-    broken = run_check(checks[MODEL], lake)
+
+def test_a_failed_error_check_blocks_the_models_downstream_in_the_same_step(project, lake, spark):
+    lake.append("offset_commit_records", commits([("g1", 3, "x"), ("g1", 3, None), (None, 4, None), ("g2", -7, "z")]))
+    result = refresh(project, lake)
+    assert not result.success, "a failed blocking check fails the step"
+    assert materialized(result) == {MODEL}
+    broken = evaluations(result)[MODEL]
     assert not broken.passed and broken.severity == AssetCheckSeverity.ERROR
     assert {key: value.value for key, value in broken.metadata.items()} == {
         "rows_checked": 4, "[error] group is not null": 1, "[error] committed_offset >= -1": 1,
         "[warn] note is not null": 2, "[error] (group, committed_offset) is unique": 2}
     assert broken.description.startswith(f"{MODEL}: 4 of 4 checks failed (3 errors, 1 warnings) on 4 rows")
+    assert not lake.exists(DOWNSTREAM)
 
 
-def test_only_warnings_failing_is_a_warn_result(checks, lake, spark):
-    lake.overwrite(MODEL, offsets(lake, [("g1", 5, None)]))
-    result = run_check(checks[MODEL], lake)
-    assert not result.passed and result.severity == AssetCheckSeverity.WARN
+def test_only_warnings_failing_is_a_warn_result_that_blocks_nothing(project, lake, spark):
+    lake.append("offset_commit_records", commits([("g1", 5, None)]))
+    result = refresh(project, lake)
+    assert result.success and materialized(result) == {MODEL, DOWNSTREAM}
+    check = evaluations(result)[MODEL]
+    assert not check.passed and check.severity == AssetCheckSeverity.WARN
 
+
+def test_a_check_selected_without_its_model_validates_the_table_as_it_is(project, lake, spark):
+    lake.append("offset_commit_records", commits([(None, 5, "x")]))
+    assert refresh(project, lake, selection=AssetSelection.assets(MODEL).without_checks()).success
+    result = refresh(project, lake, selection=AssetSelection.checks(AssetCheckKey(AssetKey(MODEL), CHECK_NAME)))
+    assert materialized(result) == set()
+    check = evaluations(result)[MODEL]
+    assert not check.passed and check.metadata["[error] group is not null"].value == 1
+
+
+@pytest.mark.fast
+def test_source_checks_warn_on_rejected_records_and_pass_on_an_empty_table(project, lake):
+    checks = {next(iter(c.check_keys)).asset_key.to_user_string(): c for c in expectation_checks(project)}
+    assert run_source_check(checks["rejected_records"], lake).passed
     lake.overwrite("rejected_records", rejected(2))
-    source = run_check(checks["rejected_records"], lake)
+    source = run_source_check(checks["rejected_records"], lake)
     assert not source.passed and source.severity == AssetCheckSeverity.WARN
     assert source.metadata["[warn] row count <= 0"].value == 2
-
-
-def test_an_empty_bronze_table_passes_its_check(checks, lake, spark):
-    assert run_check(checks["rejected_records"], lake).passed
-
-
-def test_in_a_run_a_failed_error_check_blocks_the_models_downstream(checks, lake, spark):
-    written = {}
-
-    @asset(name=MODEL)
-    def write_model():
-        lake.overwrite(MODEL, written["rows"])
-
-    @asset(deps=[MODEL])
-    def downstream_report():
-        return None
-
-    resources = {"lake": LakeResource(root=str(lake.root)), "spark": SparkResource()}
-    written["rows"] = offsets(lake, [("g1", 5, "x")])
-    result = materialize([write_model, downstream_report, checks[MODEL]], resources=resources)
-    [evaluation] = result.get_asset_check_evaluations()
-    assert evaluation.passed and result.success
-    assert {e.asset_key for e in result.get_asset_materialization_events()} == {
-        AssetKey(MODEL), AssetKey("downstream_report")}
-
-    written["rows"] = offsets(lake, [(None, 5, "x")])
-    result = materialize([write_model, downstream_report, checks[MODEL]], resources=resources, raise_on_error=False)
-    [evaluation] = result.get_asset_check_evaluations()
-    assert not evaluation.passed and evaluation.severity == AssetCheckSeverity.ERROR
-    assert {e.asset_key for e in result.get_asset_materialization_events()} == {AssetKey(MODEL)}
