@@ -57,7 +57,7 @@ demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's
 TEST_PROCESSES ?= 3
 test: $(INSTALLED)  ## the whole test suite, the lake on object storage included (installs Debian's chromium and prometheus first when missing, for tests/ui and tests/metrics)
 	bash .ci/install-debian-packages
-	SPARK_LOCAL_IP=127.0.0.1 OFFSETS_PLATFORM_SPARK_DRIVER_MEMORY=2g $(BIN)/python -m pytest --ignore=tests/object_storage -n $(TEST_PROCESSES) --dist loadfile
+	SPARK_LOCAL_IP=127.0.0.1 OFFSETS_PLATFORM_SPARK_DRIVER_MEMORY=2g $(BIN)/python -m pytest --ignore=tests/object_storage -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest tests/object_storage
 
 test-object-storage: $(INSTALLED)  ## only the lake on a real S3-compatible server (SeaweedFS, started on loopback by the tests), as the second half of make test runs it

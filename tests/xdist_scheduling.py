@@ -3,6 +3,8 @@
 As `--dist loadfile` does (a module runs whole in one process, so its module-scoped broker starts
 once), except that the modules reading the session's small demo (tests/report/fixtures.py) run in
 one process together: a session fixture is made once per process, and the demo costs minutes.
+The longest units are handed out first (with `--no-loadscope-reorder`, in collection order), so
+that no process is left running one of them alone at the end.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ SHARE_THE_DEMO = frozenset({
 DEMO_SCOPE = "the modules that read the session's demo"
 
 
+# Each took 8-15 minutes in a run of make test, the rest at most a few.
+LONGEST_FIRST = (DEMO_SCOPE, "tests/models/test_runner.py", "tests/lake/test_spark_connect.py",
+                 "tests/lake/test_spark_session.py", "tests/report/test_report_at_scale.py",
+                 "tests/models/test_retention_and_lag.py", "tests/models/test_expiration_rules.py")
+
+
 def scope_of(nodeid: str) -> str:
     """The unit one process runs whole: the test's module, or all the demo's readers."""
     module = nodeid.split("::", 1)[0]
@@ -28,6 +36,12 @@ def scope_of(nodeid: str) -> str:
 
 def shares_the_demo(module: Path, root: Path) -> bool:
     return scope_of(module.relative_to(root).as_posix()) == DEMO_SCOPE
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest units first; a stable sort keeps every module's tests together and in order."""
+    rank = {scope: position for position, scope in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(scope_of(item.nodeid), len(rank)))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent from a plain pytest run
