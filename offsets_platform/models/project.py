@@ -119,6 +119,15 @@ class ModelProject:
                 selected.add(model.name)
         return [m for m in self.models if m.name in selected]
 
+    def upstream(self, names: set[str]) -> list[Model]:
+        """The named models and every model they ref, directly or not, in run order: what a
+        refresh of just those models needs."""
+        selected = set(names)
+        for model in reversed(self.models):
+            if model.name in selected:
+                selected |= set(model.refs)
+        return [m for m in self.models if m.name in selected]
+
 
 def load_project(path: str | Path = DEFAULT_PROJECT_DIR) -> ModelProject:
     """Read and check the project at `path`; raises ProjectError naming the file and model."""

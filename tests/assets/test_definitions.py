@@ -35,9 +35,10 @@ def test_dagster_validates_the_workspace():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_refresh_job_ingests_through_dagster(mirror_connection, tmp_path):
+def test_the_ingest_job_ingests_through_dagster(mirror_connection, tmp_path):
     # Hand-made records, so they go to a topic of __consumer_offsets' layout that the kafka
-    # resource's offsets_topic names.
+    # resource's offsets_topic names. The ingest job runs the refresh job's bronze assets (the
+    # demo runs the whole refresh job).
     records = [(4, encode.offset_commit_key("g", "t", p), encode.offset_commit_value(10 + p, 1_790_000_000_000),
                 1_790_000_000_000) for p in range(3)]
     produce(mirror_connection, records)
@@ -46,7 +47,7 @@ def test_refresh_job_ingests_through_dagster(mirror_connection, tmp_path):
                                                      "offsets_topic": mirror_connection.offsets_topic}},
                                 "lake": {"config": {"root": str(lake.root)}}}}
     with DagsterInstance.ephemeral() as instance:
-        result = defs.resolve_job_def("refresh").execute_in_process(run_config=run_config, instance=instance)
+        result = defs.resolve_job_def("ingest").execute_in_process(run_config=run_config, instance=instance)
         assert result.success
         materialization = instance.get_latest_materialization_event(AssetKey("offset_commit_records"))
         metadata = materialization.asset_materialization.metadata
@@ -67,8 +68,9 @@ def test_without_a_bootstrap_address_the_run_uses_and_stops_the_embedded_broker(
         return {p.pid for p in psutil.process_iter(["name", "cmdline"])
                 if "kafka.Kafka" in (p.info["cmdline"] or []) and str(tmp_path) in " ".join(p.info["cmdline"] or [])}
 
+    # the ingest job: the part of a refresh that talks to the broker (the demo runs the whole job)
     with DagsterInstance.ephemeral() as instance:
-        result = defs.resolve_job_def("refresh").execute_in_process(instance=instance)
+        result = defs.resolve_job_def("ingest").execute_in_process(instance=instance)
     assert result.success
     assert (tmp_path / "home" / "broker" / "server.log").exists()
     # the broker's log is empty, so ingest has nothing to write; every snapshot writes broker_configs

@@ -5,14 +5,20 @@ from __future__ import annotations
 import pytest
 
 from offsets_platform.lake import Lake
-from offsets_platform.models import ModelRunner, lake_for_models
+from offsets_platform.models import ModelRunner, default_project, lake_for_models
 
 
-def run_models(spark, lake: Lake, as_of, **variables) -> ModelRunner:
+def run_models(spark, lake: Lake, as_of, select: list[str] | None = None, **variables) -> ModelRunner:
+    """Refresh the lake's models (`select`: only these) as of a time, with the given variables."""
     runner = ModelRunner(spark, lake, variables={"as_of": as_of.strftime("%Y-%m-%d %H:%M:%S"), **variables},
                          emit=lambda line: None)
-    runner.run_all()
+    runner.run_all(select)
     return runner
+
+
+def needed_for(*models: str) -> list[str]:
+    """The models to select for a refresh of just these: them and every model they ref."""
+    return [model.name for model in default_project().upstream(set(models))]
 
 
 def rows_by(lake: Lake, table: str, *key: str) -> dict:

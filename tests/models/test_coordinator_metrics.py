@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from tests.models.bronze_builder import BronzeBuilder, at, ms
-from tests.models.conftest import rows_by, run_models
+from tests.models.conftest import needed_for, rows_by, run_models
 
 RULES, AUDIT, BACK_TO_CLASSIC, REBALANCES = (at(days=day) for day in range(4))
 
@@ -139,7 +139,7 @@ def lake(spark, module_lake):
     _rebalances(b)
     b.write(module_lake)
     module_lake.append("cleanup_audit", pa.Table.from_pylist(audit))
-    run_models(spark, module_lake, at(days=5), offsets_retention_minutes_fallback=60, metrics_bucket_minutes=1440)
+    run_models(spark, module_lake, at(days=5), select=needed_for("coordinator_metrics"), offsets_retention_minutes_fallback=60, metrics_bucket_minutes=1440)
     return module_lake
 
 

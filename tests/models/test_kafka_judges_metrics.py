@@ -32,7 +32,7 @@ from offsets_platform.broker.embedded import EmbeddedBroker, free_loopback_port
 from offsets_platform.broker.jvm import run_tool
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection
-from tests.models.conftest import run_models
+from tests.models.conftest import needed_for, run_models
 
 TOPIC = "meters"
 METERS = {"offset-commit-count": "count_offset_commits", "offset-expiration-count": "count_offset_expirations",
@@ -143,7 +143,7 @@ def judged(spark, tmp_path_factory):
         after = coordinator_meters(broker.jmx_url)
         lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
-        run_models(spark, lake, as_of=datetime.now(timezone.utc), offsets_retention_minutes_fallback=1,
+        run_models(spark, lake, as_of=datetime.now(timezone.utc), select=needed_for("coordinator_metrics"), offsets_retention_minutes_fallback=1,
                    metrics_bucket_minutes=1440)
         rows = lake.read_arrow("coordinator_metrics").to_pylist()
         modelled = {column: sum(row[column] for row in rows) for column in METERS.values()}

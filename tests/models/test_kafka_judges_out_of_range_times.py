@@ -23,7 +23,7 @@ from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection
 from tests.legacy_offset_commit import commit_with_retention
-from tests.models.conftest import rows_by, run_models
+from tests.models.conftest import needed_for, rows_by, run_models
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,7 @@ def judged(spark, tmp_path_factory):
         lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
         snapshot_cluster(connection, lake, emit=lambda line: None)
-        run_models(spark, lake, as_of=datetime.now(timezone.utc))
+        run_models(spark, lake, as_of=datetime.now(timezone.utc), select=needed_for("coordinator_metrics", "expirable_offsets"))
         yield {"kafka_kept": kafka_kept, "lake": lake}
 
 

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.models.project import lake_for_models
-from tests.models.conftest import rows_by, run_models
+from tests.models.conftest import needed_for, rows_by, run_models
 
 MESSAGES = 100
 MIRROR_RETENTION_MS = 3_600_000
@@ -113,7 +113,8 @@ def judged(spark, broker, connection, tmp_path_factory) -> Judged:
     deletion.start()
     snapshot_cluster(connection, lake, emit=lambda line: None)
     ingest_offsets_topic(connection, lake, emit=lambda line: None)
-    run_models(spark, lake, as_of=datetime.now(timezone.utc))
+    run_models(spark, lake, as_of=datetime.now(timezone.utc),
+               select=needed_for("unconsumed_messages", "retention_forecast"))
     deletion.join()
     return Judged(rows_by(lake, "unconsumed_messages", "group_id", "topic", "partition_id"),  # one move each
                   rows_by(lake, "retention_forecast", "group_id", "topic"), stamped_at, deletion)

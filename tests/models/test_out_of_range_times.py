@@ -17,7 +17,7 @@ import pytest
 from offsets_platform.models import default_project
 from offsets_platform.quality import specs_for_model, validate
 from tests.models.bronze_builder import BronzeBuilder, at, ms
-from tests.models.conftest import rows_by, run_models
+from tests.models.conftest import needed_for, rows_by, run_models
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 RETENTION_MS = 86_400_000  # offsets.retention.minutes = 1440, from the snapshot
@@ -73,7 +73,7 @@ def lake(spark, module_lake):
                         "member_count": 0}],
                offsets=[{"group": "both-far-future", "topic": "orders", "partition": 0, "committed_offset": 9}])
     b.write(module_lake)
-    run_models(spark, module_lake, AS_OF)
+    run_models(spark, module_lake, AS_OF, select=needed_for("coordinator_metrics", "expirable_offsets"))
     return module_lake
 
 

@@ -62,6 +62,8 @@ def test_run_order_follows_refs_in_a_small_project(tmp_path):
     assert project.model("c").refs == ("b",)
     assert project.model("a").sources == (("bronze", "offset_commit_records"),)
     assert [m.name for m in project.downstream({"b"})] == ["b", "c"]
+    assert [m.name for m in project.upstream({"b"})] == ["a", "b"]
+    assert [m.name for m in project.upstream({"c"})] == ["a", "b", "c"]
 
 
 def test_code_version_changes_with_the_sql(tmp_path):

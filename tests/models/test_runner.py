@@ -9,10 +9,12 @@ from offsets_platform.lake.lease import LeaseBusy, hold_lease
 from offsets_platform.models import ModelRunError, ModelRunner, default_project, lake_for_models, load_project
 from tests.at_once import Meeting, run_at_once
 from tests.models.bronze_builder import BronzeBuilder, at
-from tests.models.conftest import rows_by
+from tests.models.conftest import needed_for, rows_by
 from tests.models.test_project import write_project
 
 AS_OF = {"as_of": "2026-01-05 00:00:00"}
+# The tests of removals, commit counts and metrics refresh only these: a fifth of the project
+METRICS = needed_for("coordinator_metrics")
 
 
 def _history(b: BronzeBuilder, start_hour: int) -> None:
@@ -64,8 +66,7 @@ def test_an_incremental_run_reads_only_new_files_and_equals_a_full_refresh(spark
     assert rows_by(full_lake, "committed_offsets", "group_id", "topic", "partition_id")[("g", "t", 0)]["committed_offset"] == 50
 
     # a full refresh is asked for explicitly
-    again = {run.model: run for run in runner.run_all(full_refresh=True)}
-    assert again["log_offset_state"].mode == "full"
+    assert runner.run_all(select=["log_offset_state"], full_refresh=True)[0].mode == "full"
 
 
 def test_log_offset_state_keeps_each_keys_latest_record_when_log_partitions_share_offsets(spark, tmp_path):
@@ -119,7 +120,7 @@ def _refreshed_round_one_then_round_two_written(spark, lake: Lake) -> tuple[Mode
     _removals_round_two(second_round)
     first_round.write(lake)
     runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None)
-    runner.run_all()
+    runner.run_all(select=METRICS)
     second_round.write(lake)
     return runner, [first_round, second_round]
 
@@ -141,7 +142,7 @@ def _assert_metrics_equal(incremental_lake: Lake, full_lake: Lake) -> None:
 def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equal_a_full_refresh(spark, tmp_path):
     incremental_lake = lake_for_models(tmp_path / "incremental")
     runner, rounds = _refreshed_round_one_then_round_two_written(spark, incremental_lake)
-    second = {run.model: run for run in runner.run_all()}
+    second = {run.model: run for run in runner.run_all(select=METRICS)}
     assert second["offset_removals"].mode == second["offset_commit_counts"].mode == "incremental"
     assert second["offset_commit_counts"].new_files == {"offset_commit_records": 1}
 
@@ -156,7 +157,7 @@ def test_tombstones_find_the_commit_they_removed_in_earlier_runs_and_metrics_equ
     full_lake = lake_for_models(tmp_path / "full")
     for part in rounds:
         part.write(full_lake)
-    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
+    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all(select=METRICS)
     _assert_metrics_equal(incremental_lake, full_lake)
     commits = sum(1 for part in rounds for row in part.rows["offset_commit_records"] if not row["tombstone"])
     assert sum(r["count_offset_commits"] for r in incremental_lake.read_arrow("coordinator_metrics").to_pylist()) == commits
@@ -170,14 +171,14 @@ def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_f
     third_round = _next_round(rounds[-1])
     third_round.offset_tombstone("g", "t", 0, at(hours=6))
     third_round.write(lake)
-    third = {run.model: run for run in runner.run_all()}
+    third = {run.model: run for run in runner.run_all(select=METRICS)}
     assert third["offset_removals"].mode == "full"
     assert third["log_offset_state"].mode == "incremental"
 
     full_lake = lake_for_models(tmp_path / "full")
     for part in [*rounds, third_round]:
         part.write(full_lake)
-    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
+    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all(select=METRICS)
     _assert_metrics_equal(lake, full_lake)
 
 
@@ -188,13 +189,13 @@ def test_a_refresh_compacts_the_small_files_runs_leave_and_incremental_runs_go_o
     _removals_round_one(rounds[0])
     rounds[0].write(lake)
     runner = ModelRunner(spark, lake, variables=AS_OF, emit=messages.append, compact_at_files=2)
-    runner.run_all()
+    runner.run_all(select=METRICS)
     for start in (3, 6):
         rounds.append(_next_round(rounds[-1]))
         _history(rounds[-1], start)
         rounds[-1].offset_tombstone("g", "t", 0, at(hours=start + 2, minutes=40))
         rounds[-1].write(lake)
-        runs = {run.model: run for run in runner.run_all()}
+        runs = {run.model: run for run in runner.run_all(select=METRICS)}
         # compacting model_runs kept what each model read: the runs stay incremental
         assert runs["log_offset_state"].mode == runs["offset_removals"].mode == "incremental"
         assert runs["offset_commit_counts"].mode == "incremental"
@@ -207,7 +208,7 @@ def test_a_refresh_compacts_the_small_files_runs_leave_and_incremental_runs_go_o
     full_lake = lake_for_models(tmp_path / "full")
     for part in rounds:
         part.write(full_lake)
-    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all()
+    ModelRunner(spark, full_lake, variables=AS_OF, emit=lambda line: None).run_all(select=METRICS)
     _assert_metrics_equal(lake, full_lake)
     assert rows_by(lake, "log_offset_state", "group_id", "topic", "partition_id") == \
         rows_by(full_lake, "log_offset_state", "group_id", "topic", "partition_id")
