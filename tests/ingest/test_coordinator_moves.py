@@ -142,7 +142,9 @@ def test_an_apply_follows_the_coordinator_through_its_moves(connection, tmp_path
                             ("delete_groups", lambda groups: groups)):
         monkeypatch.setattr(kafka_calls, name, moving_before(connection, getattr(kafka_calls, name), calls, groups_of))
 
-    result = apply_plan(lake, connection, plan.plan_id, requested_by="bob", **QUIET)
+    # four moves in one apply, each waited out by the client within its budget (three timeouts
+    # over all its calls): twice the default timeout, for a machine loaded by other tests
+    result = apply_plan(lake, connection, plan.plan_id, requested_by="bob", timeout_s=30, **QUIET)
     monkeypatch.undo()  # the checks below move nothing
 
     assert len(calls) == 4 and held_a_moved_coordinator(calls)  # two live re-checks, two deletions

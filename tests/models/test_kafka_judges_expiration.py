@@ -51,8 +51,11 @@ def wait_for(condition, what: str, timeout_s: float = 60.0, consumer: Consumer |
 
 
 def member(bootstrap: str, group: str, protocol: str = "classic") -> Consumer:
+    # The members kept alive are not polled while the models run and the broker judges: librdkafka
+    # would leave the group after max.poll.interval.ms (5 min by default; a refresh on a loaded
+    # machine takes longer), and Kafka would then expire what the test expects it to keep.
     config = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
-              "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+              "enable.auto.commit": False, "auto.offset.reset": "earliest", "max.poll.interval.ms": 3_600_000}
     if protocol == "classic":
         config["session.timeout.ms"] = 45000
     return Consumer(config)
