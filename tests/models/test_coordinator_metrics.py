@@ -139,7 +139,8 @@ def lake(spark, module_lake):
     _rebalances(b)
     b.write(module_lake)
     module_lake.append("cleanup_audit", pa.Table.from_pylist(audit))
-    run_models(spark, module_lake, at(days=5), select=needed_for("coordinator_metrics"), offsets_retention_minutes_fallback=60, metrics_bucket_minutes=1440)
+    run_models(spark, module_lake, at(days=5), select=needed_for("coordinator_metrics"),
+               offsets_retention_minutes_fallback=60, metrics_bucket_minutes=1440)
     return module_lake
 
 

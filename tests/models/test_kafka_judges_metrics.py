@@ -143,8 +143,8 @@ def judged(spark, tmp_path_factory):
         after = coordinator_meters(broker.jmx_url)
         lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
-        run_models(spark, lake, as_of=datetime.now(timezone.utc), select=needed_for("coordinator_metrics"), offsets_retention_minutes_fallback=1,
-                   metrics_bucket_minutes=1440)
+        run_models(spark, lake, as_of=datetime.now(timezone.utc), select=needed_for("coordinator_metrics"),
+                   offsets_retention_minutes_fallback=1, metrics_bucket_minutes=1440)
         rows = lake.read_arrow("coordinator_metrics").to_pylist()
         modelled = {column: sum(row[column] for row in rows) for column in METERS.values()}
         yield {meter: after[meter] - before[meter] for meter in METERS}, modelled

@@ -67,7 +67,8 @@ def judged(spark, tmp_path_factory):
         lake = lake_for_models(folder / "lake")
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
         snapshot_cluster(connection, lake, emit=lambda line: None)
-        run_models(spark, lake, as_of=datetime.now(timezone.utc), select=needed_for("coordinator_metrics", "expirable_offsets"))
+        run_models(spark, lake, as_of=datetime.now(timezone.utc),
+                   select=needed_for("coordinator_metrics", "expirable_offsets"))
         yield {"kafka_kept": kafka_kept, "lake": lake}
 
 

@@ -49,18 +49,25 @@ def live(spark, broker, connection, module_lake):
         workload.stop()
 
 
-def _expected_losses(lake, group: str) -> dict[tuple[str, int], int]:
-    """KIP-490 worked out in Python from the snapshot tables and the log, at most: at each move of
-    a partition's log start between two snapshots, [max(previous start, lowest offset the group
-    held meanwhile), new start) may have been lost. The offsets it held are the earlier
-    snapshot's, every commit the log shows in between and the later snapshot's; the group watches
-    the partitions where it held one."""
+def _snapshot_rows(lake, group: str) -> tuple[list[tuple], dict[tuple, int | None]]:
+    """The snapshots' log starts, (snapshot time, topic, partition, log start) in time order, and
+    the group's committed offsets by (snapshot time, topic, partition)."""
     at = {r["snapshot_id"]: r["snapshot_at"] for r in lake.read_arrow("broker_configs").to_pylist()}
     starts = sorted((at[r["snapshot_id"]], r["topic"], r["partition"], r["log_start_offset"])
                     for r in lake.read_arrow("log_offset_snapshots").to_pylist() if r["snapshot_id"] in at)
     snapshot_offsets = {(at[r["snapshot_id"]], r["topic"], r["partition"]): r["committed_offset"]
                         for r in lake.read_arrow("committed_offset_snapshots").to_pylist()
                         if r["group"] == group and r["snapshot_id"] in at}
+    return starts, snapshot_offsets
+
+
+def _expected_losses(lake, group: str) -> dict[tuple[str, int], int]:
+    """KIP-490 worked out in Python from the snapshot tables and the log, at most: at each move of
+    a partition's log start between two snapshots, [max(previous start, lowest offset the group
+    held meanwhile), new start) may have been lost. The offsets it held are the earlier
+    snapshot's, every commit the log shows in between and the later snapshot's; the group watches
+    the partitions where it held one."""
+    starts, snapshot_offsets = _snapshot_rows(lake, group)
     commits = [(r["source_timestamp"], r["topic"], r["partition"], r["offset"])
                for r in lake.read_arrow("offset_commit_records").to_pylist()
                if r["group"] == group and not r["tombstone"]]
@@ -80,16 +87,11 @@ def _expected_losses(lake, group: str) -> dict[tuple[str, int], int]:
 
 def _first_log_start_seen_with_an_offset(lake, group: str) -> dict[tuple[str, int], int]:
     """Per partition, its log start in the first snapshot that also holds the group's offset there."""
-    at = {r["snapshot_id"]: r["snapshot_at"] for r in lake.read_arrow("broker_configs").to_pylist()}
-    held = {(r["snapshot_id"], r["topic"], r["partition"])
-            for r in lake.read_arrow("committed_offset_snapshots").to_pylist()
-            if r["group"] == group and r["committed_offset"] is not None}
+    starts, snapshot_offsets = _snapshot_rows(lake, group)
     first = {}
-    for row in sorted((r for r in lake.read_arrow("log_offset_snapshots").to_pylist() if r["snapshot_id"] in at),
-                      key=lambda r: at[r["snapshot_id"]]):
-        key = (row["topic"], row["partition"])
-        if key not in first and (row["snapshot_id"], *key) in held:
-            first[key] = row["log_start_offset"]
+    for when, topic, partition, start in starts:
+        if (topic, partition) not in first and snapshot_offsets.get((when, topic, partition)) is not None:
+            first[(topic, partition)] = start
     return first
 
 
