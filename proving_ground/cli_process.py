@@ -142,13 +142,14 @@ def _install_faults(args: argparse.Namespace) -> None:
         Lake.append = append
 
     if args.die_after_model_write:
-        # the runner writes a model's table through Delta's Spark writer (Lake.spark_merge for an
-        # incremental model, Lake.spark_overwrite for a table model)
+        # the runner writes a model's table through Lake.spark_merge (an incremental model) or
+        # Lake.spark_overwrite (a table model), with Delta's Spark writer or, for a small result,
+        # delta-rs (via_arrow)
         for method in ("spark_merge", "spark_overwrite"):
             real_write = getattr(Lake, method)
 
-            def write(self, name, data, real_write=real_write):
-                written = real_write(self, name, data)
+            def write(self, name, data, via_arrow=False, real_write=real_write):
+                written = real_write(self, name, data, via_arrow)
                 if name == args.die_after_model_write:
                     _die()
                 return written

@@ -7,7 +7,10 @@ Two writers share the tables, each where it fits:
 - Delta's own Spark reader and writer (delta-spark, in every session offsets_platform.lake.spark
   starts) read the models' sources and refs at pinned versions, read the rows appended to a source
   since a version through Delta's change data feed, and write each model's result (an overwrite,
-  or MERGE INTO for an incremental model): `Lake.spark_*`.
+  or MERGE INTO for an incremental model): `Lake.spark_*`. Those methods can also hand a small
+  table's rows, read with delta-rs, to Spark, and write a small result back with delta-rs
+  (`via_arrow`): every Delta operation of delta-spark runs Spark jobs to rebuild the table's
+  state (about a second a model here, however few its rows), where delta-rs takes milliseconds.
 Both keep to the table features both support: no deletion vectors, no column mapping
 (tests/lake/test_delta_interop.py reads every kind of write of each with the other).
 
@@ -23,9 +26,10 @@ import tempfile
 import threading
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, Field, QueryBuilder, write_deltalake
 
@@ -35,6 +39,8 @@ from offsets_platform.lake.tables import TABLES, TableSpec, table_spec, with_mod
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+T = TypeVar("T")
 
 
 # Opening a table reads every commit since its last checkpoint (about 0.4 ms each), and a refresh
@@ -234,19 +240,22 @@ class Lake:
 
     # Reads: a table no write has created yet reads as empty, with its registered schema.
 
-    def read_arrow(self, name: str, columns: list[str] | None = None) -> pa.Table:
-        """The table's current rows as Arrow (small tables and tests; Spark for the rest)."""
-        table = self._opened(name)
-        if table is None:
-            empty = self.spec(name).schema.empty_table()
-            return empty if columns is None else empty.select(columns)
-        # Passing a filesystem avoids an abort at interpreter exit seen with delta-rs's own.
-        if self.remote:
-            filesystem = pafs.SubTreeFileSystem(str(self.path(name)).removeprefix("s3://"),
-                                                self.object_store())
-        else:
-            filesystem = pafs.SubTreeFileSystem(str(self.path(name)), pafs.LocalFileSystem())
-        return table.to_pyarrow_table(columns=columns, filesystem=filesystem)
+    def read_arrow(self, name: str, columns: list[str] | None = None, version: int | None = None) -> pa.Table:
+        """The table's rows (at `version`, default the latest) as Arrow (small tables and tests;
+        Spark for the rest)."""
+        def read(table: DeltaTable | None) -> pa.Table:
+            if table is None:
+                empty = self.spec(name).schema.empty_table()
+                return empty if columns is None else empty.select(columns)
+            # Passing a filesystem avoids an abort at interpreter exit seen with delta-rs's own.
+            if self.remote:
+                filesystem = pafs.SubTreeFileSystem(str(self.path(name)).removeprefix("s3://"),
+                                                    self.object_store())
+            else:
+                filesystem = pafs.SubTreeFileSystem(str(self.path(name)), pafs.LocalFileSystem())
+            return table.to_pyarrow_table(columns=columns, filesystem=filesystem)
+
+        return read(self._opened(name)) if version is None else self._at_version(name, version, read)
 
     def query(self, sql: str, *names: str) -> pa.Table:
         """Run SQL with delta-rs's engine over the named tables (registered under their names).
@@ -281,16 +290,35 @@ class Lake:
 
     def files(self, name: str, version: int | None = None) -> list[str]:
         """The table's active data files (at `version`, default the latest)."""
-        if version is None:
-            table = self._opened(name)
+        def uris(table: DeltaTable | None) -> list[str]:
             return [] if table is None else table.file_uris()
+
+        return uris(self._opened(name)) if version is None else self._at_version(name, version, uris)
+
+    def data_bytes(self, name: str, version: int, files: Iterable[str] | None = None) -> int:
+        """The size of the table's data files at `version` (only of `files`, URIs as `files`
+        lists them, when given): what reading them costs, before any is read."""
+        def size(table: DeltaTable | None) -> int:
+            if table is None:
+                return 0
+            actions = pa.table(table.get_add_actions(flatten=True)).select(["path", "size_bytes"]).to_pylist()
+            # a data file's name is unique in its table (Delta's writers put a UUID in it)
+            sizes = {row["path"].rsplit("/", 1)[-1]: row["size_bytes"] for row in actions}
+            return sum(sizes.values()) if files is None else sum(sizes[uri.rsplit("/", 1)[-1]] for uri in files)
+
+        return self._at_version(name, version, size)
+
+    def _at_version(self, name: str, version: int, use: Callable[[DeltaTable | None], T]) -> T:
+        """`use` applied to the table at `version` (None before its first version): to the open
+        table when it is at that version, under the lock that keeps it there, else to the table
+        opened at that version."""
         if version < 0:  # before the table was created
-            return []
-        with self._open_lock:  # no catching up between comparing the version and listing
+            return use(None)
+        with self._open_lock:  # no catching up between comparing the version and using it
             latest = self._open.get(name)
             if latest is not None and latest.version() == version:
-                return latest.file_uris()
-        return self._delta(name, version).file_uris()
+                return use(latest)
+        return use(self._delta(name, version))
 
     # Spark: the models read and write the tables through Delta's own Spark reader and writer
     # (delta-spark, which every session carries: offsets_platform.lake.spark). Reads are pinned to
@@ -298,26 +326,38 @@ class Lake:
     # meanwhile. A table is still created by delta-rs, with its registered schema and properties,
     # so that its NOT NULL columns stay NOT NULL (a Spark write would create them nullable).
 
-    def spark_read(self, spark: "SparkSession", name: str, version: int | None = None) -> "DataFrame":
-        """The table at `version` (default: its latest) through Delta's Spark reader, with the
-        columns of its registered schema: a column the table lacks (written by an older version,
-        not rewritten since) reads as null. A table no write has created yet, and any version
-        before its first, read empty."""
+    def spark_read(self, spark: "SparkSession", name: str, version: int | None = None,
+                   via_arrow: bool = False) -> "DataFrame":
+        """The table at `version` (default: its latest) through Delta's Spark reader, or `via_arrow`
+        as rows read with delta-rs and handed to Spark (for a small table: no Spark job rebuilds
+        the version's state), with the columns of its registered schema: a column the table lacks
+        (written by an older version, not rewritten since) reads as null. A table no write has
+        created yet, and any version before its first, read empty."""
         version = self.version(name) if version is None else version
         if version < 0:
             return _empty_frame(spark, self.spec(name))
+        if via_arrow:
+            return _arrow_frame(spark, self.read_arrow(name, version=version), self.spec(name))
         frame = self._spark_reader(spark).option("versionAsOf", version).load(str(self.path(name)))
         return self._with_registered_columns(frame, name, version)
 
     def spark_read_appended(self, spark: "SparkSession", name: str, after_version: int,
-                            up_to_version: int) -> "DataFrame":
+                            up_to_version: int, via_arrow: bool = False) -> "DataFrame":
         """The rows appended to the table after `after_version`, up to `up_to_version`, through
-        Delta's change data feed (on for every table the lake creates: TABLE_PROPERTIES).
+        Delta's change data feed (on for every table the lake creates: TABLE_PROPERTIES), read by
+        Delta's Spark reader or, `via_arrow`, by delta-rs.
 
         Only for versions that merely appended (`appended_files` says so): the feed would show
         a rewrite's rows as deleted and inserted again."""
         if up_to_version <= after_version:
             return _empty_frame(spark, self.spec(name))
+        if via_arrow:
+            changes = pa.table(self._delta(name, up_to_version).load_cdf(
+                starting_version=after_version + 1, ending_version=up_to_version))
+            # delta-rs gives strings as Arrow string views, which pyarrow's filters do not take yet:
+            # the rows are cast to the registered (plain) types before they are filtered
+            inserted = pc.equal(changes.column("_change_type").cast(pa.string()), "insert")
+            return _arrow_frame(spark, _registered(changes, self.spec(name)).filter(inserted), self.spec(name))
         changes = (self._spark_reader(spark).option("readChangeFeed", "true")
                    .option("startingVersion", after_version + 1).option("endingVersion", up_to_version)
                    .load(str(self.path(name))))
@@ -340,10 +380,15 @@ class Lake:
             return None
         return [uri for uri in files_now if uri not in files_before]
 
-    def spark_overwrite(self, name: str, frame: "DataFrame") -> int:
+    def spark_overwrite(self, name: str, frame: "DataFrame", via_arrow: bool = False) -> int:
         """Replace the table's rows with `frame`'s (its columns cast to the registered schema) in
-        one Delta commit by Delta's Spark writer. Returns the rows written."""
+        one Delta commit by Delta's Spark writer, or, `via_arrow`, by delta-rs from the rows
+        collected as Arrow (for a small result). Returns the rows written."""
         spec = self.spec(name)
+        if via_arrow:
+            rows = _collected(frame, spec)
+            self.overwrite(name, rows)
+            return rows.num_rows
         table = self._writable(name)
         if table.schema().to_arrow().names != spec.schema.names:
             # A model's columns can change between versions (one renamed or dropped). The empty
@@ -354,10 +399,15 @@ class Lake:
         _conformed(frame, spec).write.format("delta").mode("overwrite").save(str(self.path(name)))
         return self._rows_written(name, before, "numOutputRows")
 
-    def spark_merge(self, name: str, frame: "DataFrame") -> int:
+    def spark_merge(self, name: str, frame: "DataFrame", via_arrow: bool = False) -> int:
         """Upsert `frame`'s rows (cast to the registered schema) by the table's registered keys
-        with Delta's MERGE INTO. Returns the rows merged."""
+        with Delta's MERGE INTO, or, `via_arrow`, with delta-rs's merge of the rows collected as
+        Arrow (for a small result). Returns the rows merged."""
         spec = self.spec(name)
+        if via_arrow:
+            rows = _collected(frame, spec)
+            self.merge(name, rows)
+            return rows.num_rows
         before = self._writable(name).version()
         spark = frame.sparkSession
         source = f"{name}__merge_source"
@@ -408,6 +458,30 @@ def _empty_frame(spark: "SparkSession", spec: TableSpec) -> "DataFrame":
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return spark.createDataFrame([], from_arrow_schema(spec.schema))
+
+
+def _arrow_frame(spark: "SparkSession", rows: pa.Table, spec: TableSpec) -> "DataFrame":
+    """Arrow rows as a Spark DataFrame with the spec's columns (`_registered`)."""
+    if rows.num_rows == 0:  # pyspark fails to localise the timestamps of an Arrow table without chunks
+        return _empty_frame(spark, spec)
+    return spark.createDataFrame(_registered(rows, spec))
+
+
+def _registered(rows: pa.Table, spec: TableSpec) -> pa.Table:
+    """`rows` with exactly the spec's columns, in its order and cast to its types: those `rows`
+    lack as nulls (as `_with_registered_columns` gives them on Delta's path), so every column is
+    nullable here. NOT NULL is the writers' to enforce."""
+    for field in spec.schema:
+        if field.name not in rows.column_names:
+            rows = rows.append_column(field.name, pa.nulls(rows.num_rows, field.type))
+    nullable = pa.schema([field.with_nullable(True) for field in spec.schema])
+    return rows.select(spec.schema.names).cast(nullable)
+
+
+def _collected(frame: "DataFrame", spec: TableSpec) -> pa.Table:
+    """A small result's rows as Arrow, cast to the spec's columns (`conform`: a null in a NOT NULL
+    column is a ValueError naming it, before anything is written)."""
+    return conform(_conformed(frame, spec).toArrow(), spec)
 
 
 def _conformed(frame: "DataFrame", spec: TableSpec) -> "DataFrame":

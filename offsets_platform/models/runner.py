@@ -2,7 +2,9 @@
 
 Every model reads its sources and refs as Delta tables, each at the version pinned for the run,
 and Delta's own Spark writer writes its result (`Lake.spark_*`): the rows never pass through
-this process. A `table` model is recomputed and overwrites its table. An `incremental` model,
+this process. Small tables are the exception (ARROW_MAX_BYTES): delta-rs reads them and hands
+their rows to Spark, and a model whose inputs were all small is written by delta-rs from its
+result collected as Arrow; the SQL runs on Spark either way. A `table` model is recomputed and overwrites its table. An `incremental` model,
 once it has run, sees in `source(..., new_only=true)` only the rows appended to that source since
 its last run (Delta's change data feed), and its result is merged into its table by
 `unique_key` (MERGE INTO); the first run, a `full_refresh`, a change of the model's SQL, or a
@@ -62,6 +64,13 @@ COMPACT_AT_FILES = 50
 # A refresh that finds another one running a model waits this long for it (a full refresh of a
 # large lake runs a model for minutes), then gives up naming it.
 DEFAULT_LEASE_WAIT_S = 600.0
+# A table version (or the rows appended to one) whose data files total at most this many bytes
+# reaches Spark as rows delta-rs read, and a model whose inputs all did is written back by
+# delta-rs from its result collected as Arrow. Each read and write through delta-spark rebuilds a
+# table version's state in Spark jobs, a second or more per model however few its rows (a full
+# refresh of a test lake: 72 s through delta-spark alone, 11 s so; docs/design.md). Larger
+# inputs stay with delta-spark, whose rows never pass through this process.
+ARROW_MAX_BYTES = 8 * 1024 * 1024
 
 # Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows,
 # and a lock per view name, held from checking a view to recording it: two models that run at once
@@ -130,7 +139,7 @@ class ModelRunner:
     def __init__(self, spark: "SparkSession", lake: Lake, project: ModelProject | None = None,
                  variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print,
                  workers: int = 2, compact_at_files: int = COMPACT_AT_FILES,
-                 lease_wait_s: float = DEFAULT_LEASE_WAIT_S):
+                 lease_wait_s: float = DEFAULT_LEASE_WAIT_S, arrow_max_bytes: int = ARROW_MAX_BYTES):
         self.spark = spark
         self.project = project or default_project()
         # the lake given, or one on its root that also knows this project's tables
@@ -140,6 +149,8 @@ class ModelRunner:
         self.workers = workers  # models run_all runs at the same time
         self.compact_at_files = compact_at_files
         self.lease_wait_s = lease_wait_s
+        self.arrow_max_bytes = arrow_max_bytes  # -1: every read and write through delta-spark
+        self._data_bytes: dict[tuple, int] = {}  # (table, version, appended after) -> bytes: versions never change
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
         self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
 
@@ -242,14 +253,14 @@ class ModelRunner:
                        and all(_loadable(self.lake, ref, version) for ref, version in states.items()))
         context = render(model.name, model.sql, self.variables, incremental=incremental,
                          ephemerals=self.project.ephemeral_sql())
-        self._register_views(model, context.new_only_sources, reads, ref_versions, incremental)
+        via_arrow = self._register_views(model, context.new_only_sources, reads, ref_versions, incremental)
         if incremental:
             for ref, version in states.items():
-                self._view(at_last_run_view(model.name, ref), ref, version)
+                via_arrow &= self._view(at_last_run_view(model.name, ref), ref, version)
         try:
             result = self._checked_columns(model, lazy_sql(self.spark, context.sql))
-            rows = (self.lake.spark_merge(model.name, result) if incremental
-                    else self.lake.spark_overwrite(model.name, result))
+            rows = (self.lake.spark_merge(model.name, result, via_arrow=via_arrow) if incremental
+                    else self.lake.spark_overwrite(model.name, result, via_arrow=via_arrow))
         except ModelRunError:
             raise
         except Exception as error:  # Spark's analysis and runtime errors: say which model
@@ -324,39 +335,54 @@ class ModelRunner:
         return states
 
     def _register_views(self, model: Model, new_only: list[str], reads: dict[str, _SourceRead],
-                        ref_versions: dict[str, int], incremental: bool) -> None:
+                        ref_versions: dict[str, int], incremental: bool) -> bool:
+        """Make the views the model's SQL reads; True when every one reached Spark via Arrow."""
+        via_arrow = True
         for table, read in reads.items():
-            self._view(table, table, read.version)
+            via_arrow &= self._view(table, table, read.version)
         for table in new_only:
             read = reads[table]
-            self._view(new_rows_view(model.name, table), table, read.version, appended_after=read.after_version)
+            via_arrow &= self._view(new_rows_view(model.name, table), table, read.version,
+                                    appended_after=read.after_version, appended_files=read.new_files)
         for ref in model.refs:
-            self._view(ref, ref, ref_versions[ref])
+            via_arrow &= self._view(ref, ref, ref_versions[ref])
         if incremental:
-            self._view(this_view(model.name), model.name, self.lake.version(model.name))
+            via_arrow &= self._view(this_view(model.name), model.name, self.lake.version(model.name))
+        return via_arrow
 
-    def _view(self, name: str, table: str, version: int, appended_after: int | None = None) -> None:
+    def _view(self, name: str, table: str, version: int, appended_after: int | None = None,
+              appended_files: list[str] | None = None) -> bool:
         """Make `name` a temporary view of the table at `version` (or of the rows appended after
-        `appended_after` up to it), unless the session has that view already: models of a refresh
-        read the same sources and refs, and each registration is a round trip and an analysis on
-        a Spark Connect server. A view of one version of one table shows the same rows however
-        often it is read."""
+        `appended_after` up to it, in `appended_files`), unless the session has that view already:
+        models of a refresh read the same sources and refs, and each registration is a round trip
+        and an analysis on a Spark Connect server. A view of one version of one table shows the
+        same rows however often it is read. Returns whether the view's rows reached Spark via
+        Arrow (at most `arrow_max_bytes` of data files)."""
+        via_arrow = self._bytes_to_read(table, version, appended_after, appended_files) <= self.arrow_max_bytes
         # the lake's root and the schema too: runners over other lakes share the session, and a
         # view of a table no write has created yet is an empty one with the table's columns
         shown = hashlib.sha256(json.dumps([str(self.lake.path(table)), str(self.lake.spec(table).schema),
-                                           version, appended_after]).encode()).hexdigest()
+                                           version, appended_after, via_arrow]).encode()).hexdigest()
         with _VIEWS_LOCK:
             views = _VIEWS.setdefault(self.spark, {})
             view_lock = _VIEW_LOCKS.setdefault(self.spark, {}).setdefault(name, threading.Lock())
         with view_lock:
             if views.get(name) == shown:
-                return
+                return via_arrow
             if appended_after is None:
-                frame = self.lake.spark_read(self.spark, table, version)
+                frame = self.lake.spark_read(self.spark, table, version, via_arrow=via_arrow)
             else:
-                frame = self.lake.spark_read_appended(self.spark, table, appended_after, version)
+                frame = self.lake.spark_read_appended(self.spark, table, appended_after, version, via_arrow=via_arrow)
             frame.createOrReplaceTempView(name)
             views[name] = shown
+        return via_arrow
+
+    def _bytes_to_read(self, table: str, version: int, appended_after: int | None,
+                       appended_files: list[str] | None) -> int:
+        key = (table, version, appended_after)
+        if key not in self._data_bytes:
+            self._data_bytes[key] = self.lake.data_bytes(table, version, appended_files)
+        return self._data_bytes[key]
 
     def _checked_columns(self, model: Model, result: "DataFrame") -> "DataFrame":
         """The result, once its columns are the declared ones (before anything is written)."""

@@ -1,8 +1,10 @@
-"""The models' table IO through Delta's own Spark reader and writer (`Lake.spark_*`), on real
-Delta tables that delta-rs also writes, and a real Spark session."""
+"""The models' table IO through Delta's own Spark reader and writer (`Lake.spark_*`), and through
+delta-rs and Arrow for small tables (`via_arrow`), on real Delta tables and a real Spark session:
+each behaviour holds on both paths."""
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -49,33 +51,46 @@ def writer_of_last_commit(lake: Lake, name: str) -> str:
     return DeltaTable(str(lake.path(name))).history(1)[0]["engineInfo"]
 
 
-def test_spark_reads_a_pinned_version_whatever_was_written_since(lake, spark):
+# each test of a read or a write runs through delta-spark and through delta-rs with Arrow
+both_paths = pytest.mark.parametrize("via_arrow", [False, True], ids=["delta-spark", "arrow"])
+
+
+def expected_writer(via_arrow: bool) -> str:
+    return "delta-rs" if via_arrow else "Apache-Spark"
+
+
+@both_paths
+def test_spark_reads_a_pinned_version_whatever_was_written_since(lake, spark, via_arrow):
     first = lake.append("offsets_topic_checkpoints", checkpoints([0, 1], 5))
     lake.append("offsets_topic_checkpoints", checkpoints([2], 9))
     lake.overwrite("offsets_topic_checkpoints", checkpoints([3], 11))
-    pinned = lake.spark_read(spark, "offsets_topic_checkpoints", first)
+    pinned = lake.spark_read(spark, "offsets_topic_checkpoints", first, via_arrow=via_arrow)
     assert [(row.source_partition, row.next_offset) for row in pinned.orderBy("source_partition").collect()] == [
         (0, 5), (1, 5)]
-    latest = lake.spark_read(spark, "offsets_topic_checkpoints")
+    latest = lake.spark_read(spark, "offsets_topic_checkpoints", via_arrow=via_arrow)
     assert [(row.source_partition, row.next_offset) for row in latest.collect()] == [(3, 11)]
     assert latest.columns == lake.spec("offsets_topic_checkpoints").schema.names
+    assert [(field.name, field.dataType.simpleString()) for field in latest.schema][-2:] == [
+        ("checkpointed_at", "timestamp"), ("skipped_records", "bigint")]
+    assert latest.collect()[0].checkpointed_at == AT.replace(tzinfo=None)  # the session's zone is UTC
     # a version before the table's first reads empty, with the table's columns
-    assert lake.spark_read(spark, "offsets_topic_checkpoints", -1).count() == 0
+    assert lake.spark_read(spark, "offsets_topic_checkpoints", -1, via_arrow=via_arrow).count() == 0
 
 
-def test_rows_appended_since_a_version_come_from_the_change_data_feed(lake, spark):
+@both_paths
+def test_rows_appended_since_a_version_come_from_the_change_data_feed(lake, spark, via_arrow):
     first = lake.append("offsets_topic_checkpoints", checkpoints([0], 1))
     lake.append("offsets_topic_checkpoints", checkpoints([1], 2))
     last = lake.append("offsets_topic_checkpoints", checkpoints([2, 3], 3))
     assert DeltaTable(str(lake.path("offsets_topic_checkpoints"))).metadata().configuration[CHANGE_DATA_FEED] == "true"
     assert len(lake.appended_files("offsets_topic_checkpoints", first, last)) == 2
-    appended = lake.spark_read_appended(spark, "offsets_topic_checkpoints", first, last)
+    appended = lake.spark_read_appended(spark, "offsets_topic_checkpoints", first, last, via_arrow=via_arrow)
     assert appended.columns == lake.spec("offsets_topic_checkpoints").schema.names
     assert sorted((row.source_partition, row.next_offset) for row in appended.collect()) == [(1, 2), (2, 3), (3, 3)]
-    assert lake.spark_read_appended(spark, "offsets_topic_checkpoints", last, last).count() == 0
+    assert lake.spark_read_appended(spark, "offsets_topic_checkpoints", last, last, via_arrow=via_arrow).count() == 0
     # every row of the table is new after the version before its first
     assert lake.appended_files("offsets_topic_checkpoints", -1, last) is not None
-    assert lake.spark_read_appended(spark, "offsets_topic_checkpoints", -1, last).count() == 4
+    assert lake.spark_read_appended(spark, "offsets_topic_checkpoints", -1, last, via_arrow=via_arrow).count() == 4
 
 
 @pytest.mark.fast  # make test-fast: delta-rs alone; the module's other tests run Spark
@@ -85,6 +100,19 @@ def test_a_rewritten_table_has_no_appended_rows_only_a_whole_read_is_correct(lak
     last = lake.append("offsets_topic_checkpoints", checkpoints([2], 3))
     assert lake.appended_files("offsets_topic_checkpoints", first, last) is None
     assert lake.appended_files("offsets_topic_checkpoints", first + 1, last) is not None
+
+
+@pytest.mark.fast  # make test-fast: delta-rs alone
+def test_data_bytes_are_the_sizes_of_a_versions_files_or_of_the_files_given(lake):
+    # what the runner weighs to choose a table's path to Spark, before reading a row
+    first = lake.append("offsets_topic_checkpoints", checkpoints([0], 1))
+    last = lake.append("offsets_topic_checkpoints", checkpoints([1, 2], 2))
+    on_disk = {uri: os.path.getsize(uri) for uri in lake.files("offsets_topic_checkpoints")}
+    appended = lake.appended_files("offsets_topic_checkpoints", first, last)
+    assert lake.data_bytes("offsets_topic_checkpoints", last) == sum(on_disk.values())
+    assert lake.data_bytes("offsets_topic_checkpoints", first) == sum(on_disk.values()) - on_disk[appended[0]]
+    assert lake.data_bytes("offsets_topic_checkpoints", last, appended) == on_disk[appended[0]]
+    assert lake.data_bytes("offsets_topic_checkpoints", -1) == 0
 
 
 def test_a_table_created_before_the_change_data_feed_gets_it_at_its_next_write(lake, spark):
@@ -104,10 +132,11 @@ def test_a_table_created_before_the_change_data_feed_gets_it_at_its_next_write(l
                      .select("source_partition")) == [(2,)]
 
 
-def test_spark_overwrite_writes_through_delta_keeping_not_null_columns(model_lake, spark):
-    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("a", 0, 5), ("b", 1, None)])) == 2
-    assert writer_of_last_commit(model_lake, MODEL.name).startswith("Apache-Spark")
-    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("c", 2, 7)])) == 1
+@both_paths
+def test_spark_overwrite_writes_through_delta_keeping_not_null_columns(model_lake, spark, via_arrow):
+    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("a", 0, 5), ("b", 1, None)]), via_arrow) == 2
+    assert writer_of_last_commit(model_lake, MODEL.name).startswith(expected_writer(via_arrow))
+    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("c", 2, 7)]), via_arrow) == 1
     assert collected(model_lake.spark_read(spark, MODEL.name)) == [("c", 2, 7)]
     table = DeltaTable(str(model_lake.path(MODEL.name)))
     assert [(field.name, field.nullable) for field in table.schema().fields] == [
@@ -116,40 +145,45 @@ def test_spark_overwrite_writes_through_delta_keeping_not_null_columns(model_lak
     assert CHANGE_DATA_FEED not in table.metadata().configuration
 
 
-def test_spark_overwrite_casts_the_result_to_the_registered_types_and_order(model_lake, spark):
+@both_paths
+def test_spark_overwrite_casts_the_result_to_the_registered_types_and_order(model_lake, spark, via_arrow):
     result = spark.sql("select 9 as committed_offset, 'g' as group_id, 3L as partition_id")
-    model_lake.spark_overwrite(MODEL.name, result)
+    model_lake.spark_overwrite(MODEL.name, result, via_arrow)
     assert model_lake.read_arrow(MODEL.name).schema == MODEL.schema
 
 
-def test_a_null_in_a_not_null_column_fails_the_write_and_changes_nothing(model_lake, spark):
-    model_lake.spark_overwrite(MODEL.name, offsets(spark, [("a", 0, 5)]))
+@both_paths
+def test_a_null_in_a_not_null_column_fails_the_write_and_changes_nothing(model_lake, spark, via_arrow):
+    model_lake.spark_overwrite(MODEL.name, offsets(spark, [("a", 0, 5)]), via_arrow)
     version = model_lake.version(MODEL.name)
     with pytest.raises(Exception, match="group_id"):
-        model_lake.spark_overwrite(MODEL.name, offsets(spark, [(None, 1, 6)]))
+        model_lake.spark_overwrite(MODEL.name, offsets(spark, [(None, 1, 6)]), via_arrow)
     assert model_lake.version(MODEL.name) == version
     assert collected(model_lake.spark_read(spark, MODEL.name)) == [("a", 0, 5)]
 
 
-def test_an_empty_result_makes_an_empty_table_that_downstream_models_can_read(model_lake, spark):
-    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [])) == 0
+@both_paths
+def test_an_empty_result_makes_an_empty_table_that_downstream_models_can_read(model_lake, spark, via_arrow):
+    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, []), via_arrow) == 0
     assert model_lake.exists(MODEL.name)
     assert model_lake.spark_read(spark, MODEL.name).columns == MODEL.schema.names
 
 
-def test_spark_overwrite_replaces_a_schema_an_older_version_wrote(model_lake, spark):
+@both_paths
+def test_spark_overwrite_replaces_a_schema_an_older_version_wrote(model_lake, spark, via_arrow):
     path = str(model_lake.path(MODEL.name))
     write_deltalake(path, pa.table({"group": ["g"], "partition": pa.array([0], pa.int32())}))
-    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("g", 0, 1)])) == 1
+    assert model_lake.spark_overwrite(MODEL.name, offsets(spark, [("g", 0, 1)]), via_arrow) == 1
     assert model_lake.read_arrow(MODEL.name).schema == MODEL.schema
     assert collected(model_lake.spark_read(spark, MODEL.name)) == [("g", 0, 1)]
 
 
-def test_spark_merge_upserts_by_the_registered_keys(model_lake, spark):
-    assert model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 0, 1), ("a", 1, 1)])) == 2
-    assert model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 1, 9), ("b", 0, 4)])) == 2
+@both_paths
+def test_spark_merge_upserts_by_the_registered_keys(model_lake, spark, via_arrow):
+    assert model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 0, 1), ("a", 1, 1)]), via_arrow) == 2
+    assert model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 1, 9), ("b", 0, 4)]), via_arrow) == 2
     assert DeltaTable(path := str(model_lake.path(MODEL.name))).history(1)[0]["operation"] == "MERGE"
-    assert writer_of_last_commit(model_lake, MODEL.name).startswith("Apache-Spark")
+    assert writer_of_last_commit(model_lake, MODEL.name).startswith(expected_writer(via_arrow))
     assert collected(model_lake.spark_read(spark, MODEL.name)) == [("a", 0, 1), ("a", 1, 9), ("b", 0, 4)]
     assert sorted(DeltaTable(path).to_pyarrow_table().to_pylist(), key=lambda row: (row["group_id"],
                                                                                     row["partition_id"])) == [

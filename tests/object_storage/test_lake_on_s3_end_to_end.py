@@ -28,10 +28,8 @@ AS_OF = {"as_of": (datetime.now(timezone.utc) + timedelta(hours=1)).strftime("%Y
 
 
 def _rows(lake, name: str) -> list[str]:
-    """The table's rows, in order; without the name of the bronze file a row counts (the copies
-    in the local lake have names of their own)."""
-    return sorted(repr(sorted((k, v) for k, v in row.items() if k != "source_file"))
-                  for row in lake.read_arrow(name).to_pylist())
+    """The table's rows, in order."""
+    return sorted(repr(sorted(row.items())) for row in lake.read_arrow(name).to_pylist())
 
 
 def _copy_new_files(lake, local, copied: set[str]) -> None:
