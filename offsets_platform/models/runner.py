@@ -68,9 +68,12 @@ DEFAULT_LEASE_WAIT_S = 600.0
 # reaches Spark as rows delta-rs read, and a model whose inputs all did is written back by
 # delta-rs from its result collected as Arrow. Each read and write through delta-spark rebuilds a
 # table version's state in Spark jobs, a second or more per model however few its rows (a full
-# refresh of a test lake: 72 s through delta-spark alone, 11 s so; docs/design.md). Larger
-# inputs stay with delta-spark, whose rows never pass through this process.
-ARROW_MAX_BYTES = 8 * 1024 * 1024
+# refresh of a test lake: 72 s through delta-spark alone, 13 s so). Larger inputs stay with
+# delta-spark, whose rows never pass through this process: Spark joins rows handed over this way
+# more slowly than a Delta scan of the same rows once they number a few hundred thousand (with
+# 8 MB, a refresh of 300,000 records took as long as through delta-spark alone, with 1 MB a
+# sixth less; docs/design.md).
+ARROW_MAX_BYTES = 1024 * 1024
 
 # Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows,
 # and a lock per view name, held from checking a view to recording it: two models that run at once

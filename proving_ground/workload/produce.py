@@ -123,7 +123,9 @@ def produce_records(bootstrap_servers: str, records: Iterable, *, topic: str = H
             failures.append(err)
 
     producer = Producer({
-        "bootstrap.servers": bootstrap_servers, "compression.type": "lz4", "linger.ms": 50,
+        # idempotence keeps each partition's order when a request is retried (a loaded broker
+        # times some out): the history stands for a log whose order matters
+        "bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "compression.type": "lz4", "linger.ms": 50,
         "batch.num.messages": 10_000, "queue.buffering.max.messages": 1_000_000,
         "queue.buffering.max.kbytes": 1_048_576, "message.timeout.ms": int(max(flush_timeout_s, 30) * 1000),
         "delivery.report.only.error": True, "on_delivery": on_error, **(config or {}),
