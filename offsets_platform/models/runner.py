@@ -4,10 +4,10 @@ Every model reads its sources and refs as Delta tables, each at the version pinn
 and Delta's own Spark writer writes its result (`Lake.spark_*`): the rows never pass through
 this process. Small tables are the exception (ARROW_MAX_BYTES): delta-rs reads them and hands
 their rows to Spark, and a model whose inputs were all small is written by delta-rs from its
-result collected as Arrow; the SQL runs on Spark either way. A `table` model is recomputed and overwrites its table. An `incremental` model,
-once it has run, sees in `source(..., new_only=true)` only the rows appended to that source since
-its last run (Delta's change data feed), and its result is merged into its table by
-`unique_key` (MERGE INTO); the first run, a `full_refresh`, a change of the model's SQL, or a
+result collected as Arrow; the SQL runs on Spark either way. A `table` model is recomputed and
+overwrites its table. An `incremental` model, once it has run, sees in
+`source(..., new_only=true)` only the rows appended to that source since its last run (Delta's
+change data feed), and its result is merged into its table by `unique_key` (MERGE INTO); the first run, a `full_refresh`, a change of the model's SQL, or a
 source that was rewritten rather than appended to make it a full run. Incremental models must be
 idempotent upserts: if a run dies after its merge but before it is recorded in `model_runs`, the
 next run merges the same rows again.
