@@ -352,8 +352,8 @@ class Lake:
         if up_to_version <= after_version:
             return _empty_frame(spark, self.spec(name))
         if via_arrow:
-            changes = pa.table(self._delta(name, up_to_version).load_cdf(
-                starting_version=after_version + 1, ending_version=up_to_version))
+            changes = pa.table(self._at_version(name, up_to_version, lambda table: table.load_cdf(
+                starting_version=after_version + 1, ending_version=up_to_version)))
             # delta-rs gives strings as Arrow string views, which pyarrow's filters do not take yet:
             # the rows are cast to the registered (plain) types before they are filtered
             inserted = pc.equal(changes.column("_change_type").cast(pa.string()), "insert")
