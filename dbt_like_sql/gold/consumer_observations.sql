@@ -5,14 +5,14 @@
 -- - from the log: every offset commit record at its commit time (the record's own time when the
 --   commit time is outside the years 1-9999), at most one per partition and interval of
 --   consumer_status_min_distance_seconds (the latest commit in it), as Burrow's min-distance
---   keeps a consumer that commits every few seconds from filling the window within a minute;
+--   keeps a consumer that commits every few seconds from filling the window within a minute.
+--   log_observations keeps them, folding in each refresh's new commits, as long as they can be in
+--   a window;
 -- - from snapshots, only for partitions the log holds no commit of: each value of the committed
 --   offset at the first snapshot that saw it (the commit time's upper bound).
 -- A model of its own so that the window is computed once per refresh: consumer_status uses it
--- in three places, and Spark computes a subquery used in three places three times (six scans of
--- every commit in the log, where this model makes two).
+-- in three places, and Spark computes a subquery used in three places three times.
 {% set window_size = var('consumer_status_window') | int %}
-{% set min_distance_ms = (var('consumer_status_min_distance_seconds') | int) * 1000 %}
 with clock as (
     select unix_millis(timestamp {{ var("as_of") | sql_string }}) as now_ms
 ),
@@ -26,32 +26,18 @@ judged as (
     from {{ ref('consumer_lag') }}
 ),
 
-log_commits as (
-    select
-        r.group_id,
-        r.topic,
-        r.partition_id,
-        r.committed_offset,
-        coalesce(unix_millis(r.committed_at), unix_millis(r.appended_at)) as at_ms,
-        r.source_offset
-    from {{ ref('stg_kafka__offset_commits') }} as r
-    where not r.is_tombstone
-),
-
-log_observations as (
+commit_observations as (
+    -- the latest commit per interval, kept by log_observations while it can be in a window
     select
         group_id,
         topic,
         partition_id,
-        max_by(committed_offset, source_offset) as committed_offset,
-        max_by(at_ms, source_offset) as at_ms,
-        max(source_offset) as seq,
+        committed_offset,
+        observed_at_ms as at_ms,
+        source_offset as seq,
         'log' as source
-    from log_commits
-    where at_ms is not null
-    group by
-        group_id, topic, partition_id,
-        {% if min_distance_ms > 0 %}floor(at_ms / {{ min_distance_ms }}){% else %}source_offset{% endif %}
+    from {{ ref('log_observations') }}
+    where observed_at_ms is not null
 ),
 
 snapshots as (
@@ -90,7 +76,7 @@ snapshot_observations as (
         group_id,
         topic,
         partition_id
-    from log_commits) as l
+    from {{ ref('log_observations') }}) as l
         on v.group_id = l.group_id and v.topic = l.topic and v.partition_id = l.partition_id
     where v.previous_value is null or v.previous_value <> v.committed_offset
 ),
@@ -103,7 +89,7 @@ numbered as (
             order by o.at_ms desc, o.seq desc
         ) as from_last
     from (
-        select * from log_observations
+        select * from commit_observations
         union all
         select * from snapshot_observations
     ) as o

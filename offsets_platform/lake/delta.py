@@ -221,17 +221,26 @@ class Lake:
         table.update_incremental()
         return table.version()
 
-    def merge(self, name: str, data: pa.Table) -> dict:
-        """Upsert rows by the table's registered keys. Returns delta-rs's merge metrics."""
+    def merge(self, name: str, data: pa.Table, delete_when: str = "") -> dict:
+        """Upsert rows by the table's registered keys; with `delete_when`, a boolean column of
+        `data`, its true rows delete the table's row with their key instead (and insert nothing).
+        Returns delta-rs's merge metrics."""
         spec = self.spec(name)
         predicate = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
-        return (
-            self._writable(name)
-            .merge(conform(data, spec), predicate=predicate, source_alias="source", target_alias="target")
-            .when_matched_update_all()
-            .when_not_matched_insert_all()
-            .execute()
-        )
+        if not delete_when:
+            return (self._writable(name)
+                    .merge(conform(data, spec), predicate=predicate, source_alias="source", target_alias="target")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute())
+        source = conform(data, spec).append_column(delete_when, data.column(delete_when))
+        values = {column: f"source.{column}" for column in spec.schema.names}
+        return (self._writable(name)
+                .merge(source, predicate=predicate, source_alias="source", target_alias="target")
+                .when_matched_delete(predicate=f"source.{delete_when}")
+                .when_matched_update(values)
+                .when_not_matched_insert(values, predicate=f"not source.{delete_when}")
+                .execute())
 
     def compact(self, name: str) -> int:
         """Rewrite the table's small files into few large ones, in one Delta commit (the rows and
@@ -399,22 +408,31 @@ class Lake:
         _conformed(frame, spec).write.format("delta").mode("overwrite").save(str(self.path(name)))
         return self._rows_written(name, before, "numOutputRows")
 
-    def spark_merge(self, name: str, frame: "DataFrame", via_arrow: bool = False) -> int:
+    def spark_merge(self, name: str, frame: "DataFrame", via_arrow: bool = False, delete_when: str = "") -> int:
         """Upsert `frame`'s rows (cast to the registered schema) by the table's registered keys
         with Delta's MERGE INTO, or, `via_arrow`, with delta-rs's merge of the rows collected as
-        Arrow (for a small result). Returns the rows merged."""
+        Arrow (for a small result); `delete_when` as in `merge`. Returns the rows merged."""
         spec = self.spec(name)
+        flag = (delete_when,) if delete_when else ()
         if via_arrow:
-            rows = _collected(frame, spec)
-            self.merge(name, rows)
+            rows = _conformed(frame, spec, keep=flag).toArrow()
+            self.merge(name, rows, delete_when)
             return rows.num_rows
         before = self._writable(name).version()
         spark = frame.sparkSession
         source = f"{name}__merge_source"
-        _conformed(frame, spec).createOrReplaceTempView(source)
+        _conformed(frame, spec, keep=flag).createOrReplaceTempView(source)
         on = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
+        if delete_when:
+            columns = spec.schema.names
+            clauses = (f"when matched and source.{delete_when} then delete "
+                       f"when matched then update set {', '.join(f'target.{c} = source.{c}' for c in columns)} "
+                       f"when not matched and not source.{delete_when} then insert ({', '.join(columns)}) "
+                       f"values ({', '.join(f'source.{c}' for c in columns)})")
+        else:
+            clauses = "when matched then update set * when not matched then insert *"
         spark.sql(f"merge into delta.{spark_identifier(str(self.path(name)))} as target using {source} as source "
-                  f"on {on} when matched then update set * when not matched then insert *")
+                  f"on {on} {clauses}")
         spark.catalog.dropTempView(source)
         return self._rows_written(name, before, "numSourceRows")
 
@@ -484,12 +502,14 @@ def _collected(frame: "DataFrame", spec: TableSpec) -> pa.Table:
     return conform(_conformed(frame, spec).toArrow(), spec)
 
 
-def _conformed(frame: "DataFrame", spec: TableSpec) -> "DataFrame":
-    """`frame`'s columns in the spec's order, cast to its types (what `conform` does for Arrow)."""
+def _conformed(frame: "DataFrame", spec: TableSpec, keep: tuple[str, ...] = ()) -> "DataFrame":
+    """`frame`'s columns in the spec's order, cast to its types (what `conform` does for Arrow),
+    then the columns named in `keep` as they are."""
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(spec.schema)])
+    return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in from_arrow_schema(spec.schema)],
+                        *keep)
 
 
 class NoLake(RuntimeError):

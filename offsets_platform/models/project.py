@@ -2,7 +2,9 @@
 
 A model is `<layer>/<name>.sql`. The layer's `<layer>.yml` gives each model its description,
 grain, meaning in Kafka's terms, materialization, unique key, columns (name, Spark SQL type, description, tests) and
-model-level tests. `sources.yml` lists the bronze tables models may read, with their own tests.
+model-level tests; an incremental model may also name in `delete_when` a boolean column of its
+result (not of its table) whose true rows delete the table's rows with the same key.
+`sources.yml` lists the bronze tables models may read, with their own tests.
 Loading the project checks everything that can be checked without running SQL: every model has
 both its SQL and its YAML, names are unique, every `ref` names a model and every `source` a
 registered table, and the refs form no cycle. Models come back in an order where each one
@@ -65,6 +67,9 @@ class Model:
     in_kafka: str = ""  # what the table means in Kafka's terms
     inlines: tuple[str, ...] = ()  # the ephemeral models whose SQL this one's takes in, directly or not
     inlined_code: str = ""  # their code versions: a change there is a change of this model's code
+    # incremental only: the boolean column of the result whose true rows delete the table's row with
+    # their unique key (a state that drops what can no longer matter); not a column of the table
+    delete_when: str = ""
 
     @property
     def ephemeral(self) -> bool:
@@ -75,7 +80,8 @@ class Model:
         """Changes when the SQL or the declared columns change (Dagster marks the asset stale), or
         those of an ephemeral model it refs."""
         declared = "".join(f"{c.name}:{c.data_type};" for c in self.columns)
-        return hashlib.sha256((self.sql + declared + self.materialized + self.inlined_code).encode()).hexdigest()[:16]
+        how = self.materialized + self.delete_when
+        return hashlib.sha256((self.sql + declared + how + self.inlined_code).encode()).hexdigest()[:16]
 
     def table_spec(self) -> TableSpec:
         schema = arrow_schema([(c.name, c.data_type) for c in self.columns], where=f"model {self.name}")
@@ -177,9 +183,6 @@ def _with_ephemerals(model: Model, resolved: dict[str, Model]) -> Model:
 
     refs = union([ref for ref in model.refs if not resolved[ref].ephemeral], *(m.refs for m in inlined))
     variables = union(model.variables, *(m.variables for m in inlined))
-    if model.materialized == "incremental" and variables:
-        raise ProjectError(f"{where}: an incremental model cannot use var(), here through the ephemeral models "
-                           f"it refs ({', '.join(variables)})")
     return replace(model, refs=refs, sources=union(model.sources, *(m.sources for m in inlined)),
                    variables=variables, inlines=union(*((*m.inlines, m.name) for m in inlined)),
                    inlined_code="".join(f"{m.name}:{m.code_version};" for m in inlined))
@@ -259,11 +262,12 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
         raise ProjectError(f"{where}: unique_key columns {missing_keys} are not declared columns")
     sql = sql_path.read_text()
     used = collect_references(sql, where)
-    if materialized == "incremental" and used.variables:
-        # rows merged in earlier runs were computed with the values of then: a changed value
-        # would leave the table half old, half new
-        raise ProjectError(f"{where}: an incremental model cannot use var() ({', '.join(used.variables)}); "
-                           "compute what depends on a variable in a table model downstream")
+    delete_when = entry.get("delete_when", "")
+    if delete_when and materialized != "incremental":
+        raise ProjectError(f"{where}: delete_when removes rows merged in earlier runs: only an incremental model has them")
+    if delete_when in {c.name for c in columns}:
+        raise ProjectError(f"{where}: delete_when's column {delete_when!r} is the result's, not the table's: "
+                           "it must not be a declared column")
     if materialized == "ephemeral" and used.refs_at_last_run:
         # it is rendered inside other models, whose last runs are theirs, not its own
         raise ProjectError(f"{where}: an ephemeral model cannot use ref(..., at_last_run=true)")
@@ -271,7 +275,7 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
         raise ProjectError(f"{where}: ref(..., at_last_run=true) needs an incremental model")
     return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
                  grain=entry.get("grain", ""), in_kafka=entry.get("in_kafka", ""), materialized=materialized, unique_key=unique_key,
-                 columns=columns, tests=tuple(entry.get("tests", ())), refs=used.refs,
+                 columns=columns, tests=tuple(entry.get("tests", ())), refs=used.refs, delete_when=delete_when,
                  refs_at_last_run=used.refs_at_last_run, sources=used.sources, variables=used.variables)
 
 

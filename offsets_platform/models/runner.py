@@ -10,7 +10,10 @@ overwrites its table. An `incremental` model, once it has run, sees in
 change data feed), and its result is merged into its table by `unique_key` (MERGE INTO); the first run, a `full_refresh`, a change of the model's SQL, or a
 source that was rewritten rather than appended to make it a full run. Incremental models must be
 idempotent upserts: if a run dies after its merge but before it is recorded in `model_runs`, the
-next run merges the same rows again.
+next run merges the same rows again. A model with `delete_when` also deletes, in the same merge,
+the table's rows whose key comes back in a result row flagged so. An incremental model that uses
+variables runs full when a value changed since its last run, or when `as_of` went back: it must
+keep state from which any later `as_of` gives what a full run then would.
 
 A model whose inputs are all as they were at its last run (its SQL, the versions of its sources
 and refs, the values of the variables it uses) is not run again: its table is already the
@@ -39,7 +42,7 @@ import uuid
 import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pyarrow as pa
@@ -58,6 +61,10 @@ RUNS_TABLE = "model_runs"
 NO_SOURCE = "-"  # the model_runs row of a model that reads no source
 REF_PREFIX = "ref:"  # model_runs rows naming a ref's table version, for ref(..., at_last_run=true)
 INPUTS = "inputs"  # the model_runs row whose version is a fingerprint of everything the result depends on
+# an incremental model's model_runs rows of the variables its merged rows were computed with: a
+# fingerprint of their values (as_of aside), and as_of in epoch microseconds
+VARIABLES = "variables"
+AS_OF = "as_of"
 # model_runs gains a file per model run and an incremental model's table one per merge, and every
 # read opens them all (model_runs is read once per model run): past this many, they are compacted.
 COMPACT_AT_FILES = 50
@@ -248,7 +255,7 @@ class ModelRunner:
         if previous.get(INPUTS) == inputs and self.lake.exists(model.name):
             return ModelRun(model=model.name, mode="unchanged", rows_written=0,
                             rows_in_table=self.lake.count(model.name), seconds=time.monotonic() - started)
-        last = previous if model.materialized == "incremental" else {}
+        last = previous if model.materialized == "incremental" and self._same_variables(model, previous) else {}
         reads = self._plan_reads(model, source_versions, last)
         states = {ref: last.get(REF_PREFIX + ref) for ref in model.refs_at_last_run}
         # _plan_reads finds appended files only for an incremental model that may run incrementally
@@ -262,8 +269,12 @@ class ModelRunner:
                 via_arrow &= self._view(at_last_run_view(model.name, ref), ref, version)
         try:
             result = self._checked_columns(model, lazy_sql(self.spark, context.sql))
-            rows = (self.lake.spark_merge(model.name, result, via_arrow=via_arrow) if incremental
-                    else self.lake.spark_overwrite(model.name, result, via_arrow=via_arrow))
+            if incremental:
+                rows = self.lake.spark_merge(model.name, result, via_arrow=via_arrow, delete_when=model.delete_when)
+            else:
+                if model.delete_when:  # nothing to delete in a table written anew
+                    result = result.where(f"not {model.delete_when}").drop(model.delete_when)
+                rows = self.lake.spark_overwrite(model.name, result, via_arrow=via_arrow)
         except ModelRunError:
             raise
         except Exception as error:  # Spark's analysis and runtime errors: say which model
@@ -273,7 +284,8 @@ class ModelRunner:
             self._compact(model.name)
         self._view(model.name, model.name, self.lake.version(model.name))
         self._record(model, "incremental" if incremental else "full", reads,
-                     {**self._states_to_record(model, reads, ref_versions), INPUTS: inputs}, rows)
+                     {**self._states_to_record(model, reads, ref_versions), **self._variable_rows(model),
+                      INPUTS: inputs}, rows)
         return ModelRun(model=model.name, mode="incremental" if incremental else "full", rows_written=rows,
                         # an overwritten table holds exactly the result: no need to count it
                         rows_in_table=self.lake.count(model.name) if incremental else rows,
@@ -304,6 +316,27 @@ class ModelRunner:
         }
         digest = hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
         return int(digest[:15], 16)  # 60 bits: fits model_runs' bigint version column
+
+    def _variable_rows(self, model: Model) -> dict[str, int]:
+        """What an incremental model records of the variables it used (VARIABLES, AS_OF)."""
+        if model.materialized != "incremental" or not model.variables:
+            return {}
+        others = {name: self.variables.get(name) for name in model.variables if name != AS_OF}
+        digest = hashlib.sha256(json.dumps(others, sort_keys=True, default=str).encode()).hexdigest()
+        rows = {VARIABLES: int(digest[:15], 16)}
+        if AS_OF in model.variables:
+            as_of = datetime.fromisoformat(str(self.variables[AS_OF])).replace(tzinfo=timezone.utc)
+            rows[AS_OF] = (as_of - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+        return rows
+
+    def _same_variables(self, model: Model, last: dict[str, int]) -> bool:
+        """Whether the rows an incremental model merged before hold for the variables now: the
+        same values, except that as_of may have moved forward. A model that reads as_of keeps
+        state that a later as_of can go on from (what a full run at the later as_of gives);
+        going back in time needs what it has already dropped, so that run is full."""
+        now = self._variable_rows(model)
+        return (last.get(VARIABLES) == now.get(VARIABLES)
+                and (AS_OF not in now or last.get(AS_OF, now[AS_OF] + 1) <= now[AS_OF]))
 
     def _source_version(self, table: str) -> int:
         with self._lock:
@@ -389,7 +422,8 @@ class ModelRunner:
 
     def _checked_columns(self, model: Model, result: "DataFrame") -> "DataFrame":
         """The result, once its columns are the declared ones (before anything is written)."""
-        declared, produced = [column.name for column in model.columns], result.columns
+        declared = [column.name for column in model.columns] + ([model.delete_when] if model.delete_when else [])
+        produced = result.columns
         if sorted(declared) != sorted(produced):
             raise ModelRunError(
                 f"model {model.name}: the SQL's columns do not match {model.layer}.yml; "

@@ -192,6 +192,18 @@ def test_spark_merge_upserts_by_the_registered_keys(model_lake, spark, via_arrow
         {"group_id": "b", "partition_id": 0, "committed_offset": 4}]
 
 
+@both_paths
+def test_a_merge_deletes_the_rows_whose_key_comes_flagged(model_lake, spark, via_arrow):
+    model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 0, 1), ("a", 1, 1), ("b", 0, 1)]), via_arrow)
+    flagged = spark.createDataFrame([("a", 0, 1, True), ("a", 1, 5, False), ("c", 0, 3, True), ("d", 0, 4, False)],
+                                    "group_id string, partition_id int, committed_offset long, is_pruned boolean")
+    assert model_lake.spark_merge(MODEL.name, flagged, via_arrow, delete_when="is_pruned") == 4
+    assert writer_of_last_commit(model_lake, MODEL.name).startswith(expected_writer(via_arrow))
+    # a-0 deleted, a-1 updated, b-0 untouched, c-0 (flagged, not in the table) not inserted, d-0 inserted
+    assert collected(model_lake.spark_read(spark, MODEL.name)) == [("a", 1, 5), ("b", 0, 1), ("d", 0, 4)]
+    assert model_lake.table(MODEL.name).schema().to_arrow().names == MODEL.schema.names  # the flag is not stored
+
+
 def test_a_lake_whose_path_holds_a_backtick_or_a_quote_merges_into_its_own_table(tmp_path, spark):
     # the table's path is quoted into MERGE INTO delta.`<path>`: a backtick must not end it early
     lake = Lake(tmp_path / "it's a `lake`", model_tables={MODEL.name: MODEL})

@@ -21,12 +21,11 @@ import pytest
 
 from offsets_platform.models import ModelRunner
 from tests.models.bronze_builder import BronzeBuilder, at
+from tests.models.conftest import needed_for
 
 AS_OF = at(days=1)
 # consumer_status and what it reads; the other models are not needed here and cost minutes
-MODELS = ["log_offset_state", "snapshot_offsets", "committed_offsets", "consumer_lag", "group_state_history",
-          "group_state", "group_members", "group_subscriptions", "offsets_retention", "expirable_offsets",
-          "consumer_observations", "consumer_status"]
+MODELS = needed_for("consumer_status")
 
 
 @dataclass

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from offsets_platform.lake import Lake
-from offsets_platform.models import ProjectError, ModelRunner, load_project
+from offsets_platform.models import ModelRunner, load_project
 from offsets_platform.models.project import model_table_specs
 from offsets_platform.models.render import RenderError, new_rows_view, render
 from tests.models.bronze_builder import BronzeBuilder, at
@@ -94,10 +94,10 @@ def test_users_of_an_ephemeral_model_take_in_its_sources_and_code(tmp_path):
     assert latest.code_version == same.code_version != changed.model("latest_commits").code_version
 
 
-def test_variables_of_an_ephemeral_model_are_its_users_and_refused_in_an_incremental_one(tmp_path):
+def test_variables_of_an_ephemeral_model_are_its_users(tmp_path):
     with_var = STAGING_SQL.replace("where not tombstone", "where `offset` >= {{ var('min_offset') }}")
-    with pytest.raises(ProjectError, match=r"incremental model cannot use var\(\).*ephemeral.*min_offset"):
-        load_project(staged_project(tmp_path / "p", with_var))
+    # an incremental user records their values too: a change makes its next run full
+    assert load_project(staged_project(tmp_path / "p", with_var)).model("latest_commits").variables == ("min_offset",)
     write_project(tmp_path / "q", {"stg_commits": with_var}, layer="staging", yml=STAGING_YML)
     write_project(tmp_path / "q", {"commit_count": COUNT_SQL},
                   yml="models:\n  - name: commit_count\n    columns: [{name: commits, data_type: bigint}]\n")

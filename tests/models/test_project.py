@@ -137,10 +137,16 @@ def _incremental_yml(*names: str) -> str:
                                  f"    columns: [{{name: x, data_type: int}}]\n" for name in names)
 
 
-def test_an_incremental_model_cannot_use_a_variable(tmp_path):
-    # rows merged earlier would keep the old value's result next to the new one's
-    with pytest.raises(ProjectError, match=r"an incremental model cannot use var\(\) \(limit\)"):
-        load_project(write_project(tmp_path, {"a": "select {{ var('limit') }} as x"}, yml=_incremental_yml("a")))
+def test_delete_when_names_a_result_column_of_an_incremental_model(tmp_path):
+    # it deletes rows merged in earlier runs; it is the result's flag, not a column of the table
+    flagged = "select 1 as x, false as is_pruned"
+    yml = _incremental_yml("a") + "    delete_when: is_pruned\n"
+    assert load_project(write_project(tmp_path / "ok", {"a": flagged}, yml=yml)).model("a").delete_when == "is_pruned"
+    with pytest.raises(ProjectError, match="only an incremental model"):
+        load_project(write_project(tmp_path / "table", {"a": flagged}, yml=yml.replace("incremental", "table")))
+    with pytest.raises(ProjectError, match="must not be a declared column"):
+        load_project(write_project(tmp_path / "declared", {"a": flagged},
+                                   yml=yml.replace("delete_when: is_pruned", "delete_when: x")))
 
 
 def test_a_ref_at_last_run_needs_an_incremental_model_and_an_incremental_run(tmp_path):
