@@ -144,12 +144,12 @@ def _install_faults(args: argparse.Namespace) -> None:
     if args.die_after_model_write:
         # the runner writes a model's table through Lake.spark_merge (an incremental model) or
         # Lake.spark_overwrite (a table model), with Delta's Spark writer or, for a small result,
-        # delta-rs (via_arrow)
+        # delta-rs (via_arrow); the patch passes on whatever else says how to write
         for method in ("spark_merge", "spark_overwrite"):
             real_write = getattr(Lake, method)
 
-            def write(self, name, data, via_arrow=False, real_write=real_write):
-                written = real_write(self, name, data, via_arrow)
+            def write(self, name, data, *args, real_write=real_write, **how):
+                written = real_write(self, name, data, *args, **how)
                 if name == args.die_after_model_write:
                     _die()
                 return written

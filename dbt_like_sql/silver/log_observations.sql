@@ -97,13 +97,17 @@ candidates as (
     {% endif %}
 ),
 
-decided as (
+ranked as (
     select
         *,
-        observed_at_ms is null or observed_at_ms > (select now_ms from clock) or row_number() over (
-            partition by group_id, topic, partition_id, observed_at_ms <= (select now_ms from clock)
+        row_number() over (
+            -- the observations up to as_of share a partition, where only a window is kept; one
+            -- after as_of or without a time is alone in its own, so it is always kept
+            partition by
+                group_id, topic, partition_id,
+                if(observed_at_ms <= (select now_ms from clock), null, interval_id)
             order by observed_at_ms desc, source_offset desc
-        ) <= {{ window_size }} as is_kept
+        ) as from_last
     from candidates
 )
 
@@ -115,8 +119,15 @@ select
     committed_offset,
     observed_at_ms,
     source_offset,
-    not is_kept as is_pruned
-from decided
--- every new row, flagged when it is not kept (its interval may have a row in the table), and the
--- earlier rows that are not kept any more; earlier rows that stay are left as they are
-where not is_earlier or not is_kept
+    from_last > {{ window_size }} as is_pruned
+from ranked
+{% if is_incremental() %}
+    -- every new row, flagged when it is not kept (its interval may have a row in the table), and
+    -- the earlier rows that are not kept any more; earlier rows that stay are left as they are
+    where not is_earlier or from_last > {{ window_size }}
+{% else %}
+    -- a full run writes only what it keeps. A filter on row_number alone lets Spark keep each
+    -- partition's top rows before it shuffles them (its window group limit), instead of sorting
+    -- every interval of the log.
+    where from_last <= {{ window_size }}
+{% endif %}
