@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from offsets_platform.models import ModelRunner, lake_for_models
+import pytest
+
+from offsets_platform.models import ModelRunner, default_project, lake_for_models
 from tests.models.bronze_builder import BronzeBuilder, at, ms
 
 WINDOW = 3
@@ -135,3 +137,15 @@ def test_a_changed_window_or_an_earlier_as_of_runs_in_full(spark, tmp_path):
     assert refresh(at(minutes=11), consumer_status_window=WINDOW + 1) == "full"
     assert refresh(at(minutes=5), consumer_status_window=WINDOW + 1) == "full"  # as_of went back
     assert refresh(at(minutes=5), consumer_status_window=WINDOW + 1) == "unchanged"
+
+
+@pytest.mark.fast
+def test_the_window_is_read_from_the_kept_state_not_from_the_log():
+    # consumer_observations runs on every refresh (it uses as_of): it reads log_observations'
+    # kept rows, and log_observations reads only the commits new since its last run
+    window_reads = default_project().model("consumer_observations")
+    assert ("bronze", "offset_commit_records") not in window_reads.sources
+    assert "log_observations" in window_reads.refs
+    state = default_project().model("log_observations")
+    assert state.materialized == "incremental"
+    assert "ref('stg_kafka__offset_commits', new_only=true)" in state.sql
