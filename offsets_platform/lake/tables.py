@@ -482,8 +482,10 @@ _SPECS.append(_described(TableSpec(
     "run_id": "the run",
     "mode": "full or incremental (an unchanged model is not recorded)",
     "source": "a table the run read; ref:<model> for a ref it will read as of this run next time; - when it read "
-              "none",
-    "source_version": "that table's Delta version the run read (-1 for -)",
+              "none; inputs: everything the result depends on; variables and as_of: the values an incremental "
+              "model's rows were computed with",
+    "source_version": "that table's Delta version the run read (-1 for -); for inputs and variables a fingerprint, "
+                      "for as_of its epoch microseconds",
     "code_version": "the model's code version: a hash of its SQL and declared columns",
     "rows_written": "rows the run wrote",
     "finished_at": "when the run finished (UTC)",

@@ -41,7 +41,7 @@ def _round_one(b: BronzeBuilder) -> None:
 
 
 def _round_two(b: BronzeBuilder) -> None:
-    # a later commit in the interval "many" holds last, and two new intervals
+    # a later commit in the last interval "many" holds, which replaces that row, and two new intervals
     b.commit("g", "many", 0, 55, at(minutes=5, seconds=30))
     b.commit("g", "many", 0, 60, at(minutes=6))
     b.commit("g", "many", 0, 70, at(minutes=7))
