@@ -11,7 +11,8 @@
 -- An incremental run folds the new commits into the partitions they touch, and into those that
 -- hold more than a window up to as_of (an observation that was after the last as_of and is now
 -- before it): a new commit in an interval already kept replaces its row (a group's commits all
--- live in one partition of the log, so the new one is the later), and the rows that fell out of
+-- live in one partition of the log, GroupCoordinatorService.partitionFor hashing the group id, and
+-- ingest reads committed records in offset order, so the new one is the later), and the rows that fell out of
 -- the window come back flagged is_pruned, which deletes them (a new row is flagged too when it
 -- is not kept: its interval may have a row from before). An observation that falls out of
 -- the window up to one as_of stays out of it up to any later one, so this equals a full run as
