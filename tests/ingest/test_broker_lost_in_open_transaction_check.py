@@ -106,14 +106,16 @@ def test_a_broker_lost_while_the_check_reads_is_an_error_not_a_partial_answer(in
     assert producer.flush(30) == 0
     before = lake_state(lake)
 
-    class BrokerStopsOnceAssigned(Consumer):
+    class BrokerStopsBeforeTheAssignment(Consumer):
+        # The check has read the high watermarks; the broker stops before the assignment so that
+        # no fetch can win the race against the stop (a broker shutting down still serves them).
         def assign(self, partitions):
-            super().assign(partitions)
             broker.stop()
             stopped_at.append(time.monotonic())
+            super().assign(partitions)
 
     stopped_at: list[float] = []
-    monkeypatch.setattr(open_transactions, "Consumer", BrokerStopsOnceAssigned)
+    monkeypatch.setattr(open_transactions, "Consumer", BrokerStopsBeforeTheAssignment)
     with pytest.raises(BrokerUnreachable) as failure:
         ingest_offsets_topic(connection, lake, emit=lambda line: None)
     failed_after = time.monotonic() - stopped_at[0]

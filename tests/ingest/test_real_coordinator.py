@@ -96,7 +96,14 @@ def test_a_transactional_commit_is_pending_until_its_transaction_commits(orders,
 
     producer.commit_transaction(30)
     consumer.close()
-    ingest_offsets_topic(connection, lake, emit=lambda line: None)
+    # Kafka answers EndTxn once PrepareCommit is in the transaction log and writes the commit
+    # markers afterwards (TransactionCoordinator.endTransaction, "we can respond to the client
+    # immediately and continue to write the txn markers"): until the marker lands in
+    # __consumer_offsets the commit is still pending, so ingest again until it is not.
+    deadline = time.monotonic() + 30
+    while ingest_offsets_topic(connection, lake, emit=lambda line: None).pending_commits \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
     tx_commits = [row for row in lake.read_arrow("offset_commit_records").to_pylist() if row["group"] == "tx-orders"]
     assert [(r["partition"], r["offset"]) for r in tx_commits] == [(1, 6)]
     assert lake.count("pending_offset_commits") == 0
