@@ -148,8 +148,8 @@ def _install_faults(args: argparse.Namespace) -> None:
         for method in ("spark_merge", "spark_overwrite"):
             real_write = getattr(Lake, method)
 
-            def write(self, name, data, *args, real_write=real_write, **how):
-                written = real_write(self, name, data, *args, **how)
+            def write(self, name, data, *positional, real_write=real_write, **how):
+                written = real_write(self, name, data, *positional, **how)
                 if name == args.die_after_model_write:
                     _die()
                 return written
