@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -121,6 +122,7 @@ def _spark_server(args: argparse.Namespace, settings: Settings) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="offsets-platform", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     ingest = commands.add_parser("ingest", help="read __consumer_offsets of a cluster into bronze")
@@ -176,11 +178,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args, Settings.from_env())
+    except BrokenPipeError:
+        # the reader went away (`| head`): what it read is all it wanted, nothing went wrong.
+        # stdout goes to /dev/null so that Python's flush at exit does not fail on the pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as error:
         if not isinstance(error, _errors_told_plainly()):
             raise
         print(f"error: {error}", file=sys.stderr)
         return 1
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("offsets-platform")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def _errors_told_plainly() -> tuple[type[Exception], ...]:

@@ -39,11 +39,25 @@ def since(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
+def group_states(text: str) -> frozenset[str]:
+    """"Stable,empty": the states named, each one a group can be in (any case)."""
+    from offsets_platform.views.from_lake import GROUP_STATES
+
+    named = {state.strip() for state in text.split(",") if state.strip()}
+    known = {state.lower() for state in GROUP_STATES}
+    unknown = sorted(state for state in named if state.lower() not in known)
+    if unknown or not named:
+        raise argparse.ArgumentTypeError(f"no group state {', '.join(map(repr, unknown)) or repr(text)}; "
+                                         f"the states are {', '.join(GROUP_STATES)}")
+    return frozenset(named)
+
+
 def add_view_commands(commands) -> None:
     groups = commands.add_parser("groups", help="list the groups the lake knows, with state, kind and lag "
                                  "(like kafka-consumer-groups --list --state)")
-    groups.add_argument("--state", action="append", default=[], metavar="STATE",
-                        help="only groups in this state, e.g. Empty or Stable (repeatable, or comma-separated)")
+    groups.add_argument("--state", action="append", default=[], metavar="STATE", type=group_states,
+                        help="only groups in this state, e.g. Empty or Stable (repeatable, or comma-separated; "
+                        "any case)")
     _common(groups)
     groups.set_defaults(run=_groups)
 
@@ -79,8 +93,7 @@ def _groups(args, settings: Settings) -> int:
     from offsets_platform.views.from_lake import freshness, list_groups
 
     lake = lake_of(args, settings, must_exist=True)
-    states = frozenset(s.strip() for value in args.state for s in value.split(",") if s.strip())
-    rows = list_groups(lake, states)
+    rows = list_groups(lake, frozenset().union(*args.state))
     _print_rows(args, rows, [("GROUP", "group"), ("STATE", "state"), ("KIND", "kind"), ("MEMBERS", "members"),
                              ("TOPICS", "topics"), ("PARTITIONS", "partitions"), ("LAG", "lag")])
     _from(args, freshness(lake))

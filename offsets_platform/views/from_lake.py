@@ -22,6 +22,12 @@ def freshness(lake: Lake) -> str:
     return f"the lake in {lake.root}, {when}"
 
 
+# The states group_state.state holds (its accepted values): the names Kafka's ListGroups and
+# describe APIs give (GroupState in Kafka's group coordinator), in Kafka's own spelling.
+GROUP_STATES = ("Stable", "Empty", "Dead", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling",
+                "NotReady", "Unknown")
+
+
 def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
     """Every group the models know, by name: state, kind, members, the topics and partitions of its
     committed offsets, and its lag (`attention.lag_by_group`: abandoned offsets left out; None
