@@ -1,10 +1,12 @@
 """The command line's manners: `--version`, invalid choices refused with the valid ones (exit 2),
-and a closed pipe (`| head`) ends a command quietly."""
+a closed pipe (`| head`) ends a command quietly, a refused connection fails at once."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -54,3 +56,14 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(lake):
     error = child.stderr.read()
     assert child.wait(timeout=60) == 0, error
     assert "Traceback" not in error and "BrokenPipe" not in error
+
+
+def test_a_refused_connection_fails_at_once_and_says_so(tmp_path, capsys):
+    with socket.socket() as placeholder:  # a loopback port nothing listens on once it is closed
+        placeholder.bind(("127.0.0.1", 0))
+        address = "127.0.0.1:%d" % placeholder.getsockname()[1]
+    started = time.monotonic()
+    assert main(["describe", "g", "--live", "--bootstrap-server", address, "--home", str(tmp_path)]) == 1
+    assert time.monotonic() - started < 5, "the client retried a refused connection until its timeout"
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: Kafka at {address} did not answer") and "refused" in error

@@ -41,7 +41,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.metadata import CoordinatorType
 
 from offsets_platform.kafka.admin_group_messages import DescribeShareGroupOffsetsRequest
-from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.kafka.errors import BrokerUnreachable, reachable_now
 from offsets_platform.settings import KafkaConnection
 
 # The connection itself failed: retrying group after group would only repeat the timeout.
@@ -315,8 +315,11 @@ def open_admin(connection: KafkaConnection, timeout_s: float,
             loads, and the client waits so for at most three times this over all its calls.
 
     Raises:
-        BrokerUnreachable: the cluster accepted TCP but did not answer Kafka within `timeout_s`.
+        BrokerUnreachable: no bootstrap address accepts a connection (at once: the client would
+            retry a refused one until `timeout_s`), or the cluster accepted TCP but did not answer
+            Kafka within `timeout_s`.
     """
+    reachable_now(connection.bootstrap_servers, "the admin client's connection")
     try:
         # A call is a coordinator lookup and a request; its retries for a moving coordinator
         # start within one more request's time, so that the call ends before its deadline.
