@@ -1,4 +1,4 @@
-"""The approval flow on the command line: `plan`, `show`, `approve`, `apply`."""
+"""The approval flow on the command line: `plan`, `plans`, `show`, `approve`, `apply`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, facts_text
 from offsets_platform.cli.args import add_home_option, cluster_and_lake, lake_of, requester
+from offsets_platform.cli.output import as_json, table_lines
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV, Settings, same_person
 
@@ -20,6 +21,14 @@ def add_plan_commands(commands) -> None:
                       help="also delete every offset of this Empty or standalone group (repeatable)")
     _by(plan)
     plan.set_defaults(run=_plan)
+
+    plans = commands.add_parser("plans", help="list the stored plans, newest first, with approvals, outcomes "
+                                "and state")
+    plans.add_argument("--limit", type=int, default=20, help="at most this many (default 20; 0: all)")
+    plans.add_argument("--output", choices=("table", "json"), default="table",
+                       help="table for people (default), json for scripts")
+    add_home_option(plans)
+    plans.set_defaults(run=_plans)
 
     show = commands.add_parser("show", help="show a plan, its approvals and what was applied")
     show.add_argument("plan_id")
@@ -64,6 +73,35 @@ def _plan(args, settings: Settings) -> int:
     print(f"\napprove it with: offsets-platform approve {plan.plan_id}  (run by someone other than "
           f"{plan.created_by}: four-eyes, unless {ALLOW_SELF_APPROVAL_ENV}=true)")
     return 0
+
+
+def _plans(args, settings: Settings) -> int:
+    from offsets_platform.cleanup.plan_list import plan_summaries
+
+    rows = plan_summaries(lake_of(args, settings, must_exist=True), limit=args.limit or None)
+    if args.output == "json":
+        print(as_json(rows))
+        return 0
+    if not rows:
+        print("no plans yet: `offsets-platform plan` proposes one")
+        return 0
+    for row in rows:
+        row["age"] = age_text(row["age_s"])
+    for line in table_lines([("PLAN", "plan_id"), ("CREATED (UTC)", "created_at"), ("AGE", "age"), ("BY", "created_by"),
+                             ("ACTIONS", "actions"), ("APPROVED", "approved"), ("DELETED", "deleted"),
+                             ("SKIPPED", "skipped"), ("FAILED", "failed"), ("STATE", "state")], rows):
+        print(line)
+    return 0
+
+
+def age_text(seconds: float) -> str:
+    """3725 -> "1h 2m": the two largest units of days, hours, minutes and seconds."""
+    remaining, parts = int(seconds), []
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
+        if remaining >= size or parts or unit == "s":
+            parts.append(f"{remaining // size}{unit}")
+            remaining %= size
+    return " ".join(parts[:2])
 
 
 def _show(args, settings: Settings) -> int:

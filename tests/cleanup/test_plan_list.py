@@ -1,0 +1,82 @@
+"""`offsets-platform plans`: the stored plans, newest first, with their progress, counted by the
+rules apply uses (four-eyes approvals, the latest outcome in the audit). Hand-made plans, approvals
+and audit rows in a real Delta lake; no broker, no Spark."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from offsets_platform.cleanup.approvals import approve
+from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SENDING, PlanAudit
+from offsets_platform.cleanup.plan_list import APPLIED, APPROVED, AWAITING_APPROVAL, EXPIRED, plan_summaries
+from offsets_platform.cleanup.plans import CleanupPlan, PlannedAction, save_plan
+from offsets_platform.cli import main
+from offsets_platform.cli.plans import age_text
+
+pytestmark = pytest.mark.fast
+
+NOW = datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def a_plan(lake, plan_id: str, hours_ago: float, groups: list[str], valid_hours: float = 24) -> CleanupPlan:
+    created = NOW - timedelta(hours=hours_ago)
+    plan = CleanupPlan(plan_id, created, created + timedelta(hours=valid_hours), "alice",
+                       tuple(PlannedAction("DeleteGroups", group, None, None, "idle", {}) for group in groups))
+    save_plan(lake, plan)
+    return plan
+
+
+def test_each_plan_says_how_far_it_got(lake, monkeypatch):
+    monkeypatch.delenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", raising=False)
+    proposed = a_plan(lake, "proposed", 1, ["a"])
+    self_approved = a_plan(lake, "self-approved", 2, ["b"])
+    monkeypatch.setenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", "true")
+    approve(lake, self_approved.plan_id, "alice")  # allowed then; not counted under four-eyes
+    monkeypatch.delenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL")
+    half_done = a_plan(lake, "half-done", 3, ["c", "d", "e"])
+    approve(lake, half_done.plan_id, "bob")
+    audit = PlanAudit(lake, half_done.plan_id, "127.0.0.1:9092", "bob")
+    c, d, e = half_done.actions
+    audit.record([c, d], DRY_RUN, None, None)  # a dry run is not an outcome
+    audit.record([c], SENDING, None, None)
+    audit.record([c], DELETED, None, None)
+    audit.record([d], FAILED, "GROUP_ID_NOT_FOUND", None)
+    done = a_plan(lake, "done", 30, ["f"], valid_hours=1)  # applied before it expired (approval not needed here)
+    PlanAudit(lake, done.plan_id, "127.0.0.1:9092", "bob").record(list(done.actions), DELETED, None, None)
+    a_plan(lake, "expired", 40, ["g"], valid_hours=1)
+
+    rows = {row["plan_id"]: row for row in plan_summaries(lake, now=NOW)}
+    assert [row["plan_id"] for row in plan_summaries(lake, now=NOW)] == \
+        ["proposed", "self-approved", "half-done", "done", "expired"]
+    assert {plan: row["state"] for plan, row in rows.items()} == {
+        "proposed": AWAITING_APPROVAL, "self-approved": AWAITING_APPROVAL, "half-done": APPROVED,
+        "done": APPLIED, "expired": EXPIRED}
+    assert {k: rows["half-done"][k] for k in ("actions", "approved", "deleted", "skipped", "failed")} == \
+        {"actions": 3, "approved": 3, "deleted": 1, "skipped": 0, "failed": 1}
+    assert rows["half-done"]["age_s"] == 3 * 3600
+    assert [row["plan_id"] for row in plan_summaries(lake, limit=2, now=NOW)] == ["proposed", "self-approved"]
+    # where one person may do both, the author's approval counts
+    monkeypatch.setenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", "true")
+    assert {row["plan_id"]: row["state"] for row in plan_summaries(lake, now=NOW)}["self-approved"] == APPROVED
+
+
+def test_the_command_prints_a_table_or_json(lake, capsys):
+    home = str(lake.root.parent)
+    lake.root.mkdir(parents=True)
+    assert main(["plans", "--home", home]) == 0
+    assert capsys.readouterr().out.startswith("no plans yet")
+    a_plan(lake, "p1", 26.5, ["a"], valid_hours=48)
+    assert main(["plans", "--home", home]) == 0
+    header, line = capsys.readouterr().out.splitlines()
+    assert header.split()[:4] == ["PLAN", "CREATED", "(UTC)", "AGE"]
+    assert line.split()[0] == "p1" and "1d 2h" in line and line.endswith("awaiting approval")
+    assert main(["plans", "--home", home, "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["state"] == AWAITING_APPROVAL
+
+
+def test_ages_in_their_two_largest_units():
+    assert [age_text(s) for s in (0, 59, 61, 3725, 86_405, 200_000)] == ["0s", "59s", "1m 1s", "1h 2m", "1d 0h",
+                                                                         "2d 7h"]
