@@ -31,7 +31,7 @@ def a_plan(lake, plan_id: str, hours_ago: float, groups: list[str], valid_hours:
 
 def test_each_plan_says_how_far_it_got(lake, monkeypatch):
     monkeypatch.delenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", raising=False)
-    proposed = a_plan(lake, "proposed", 1, ["a"])
+    a_plan(lake, "proposed", 1, ["a"])
     self_approved = a_plan(lake, "self-approved", 2, ["b"])
     monkeypatch.setenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", "true")
     approve(lake, self_approved.plan_id, "alice")  # allowed then; not counted under four-eyes
