@@ -239,9 +239,20 @@ def share_state_partitions(lake: Lake) -> dict[str, list[str]]:
 
 
 def facts_text(facts: dict) -> str:
-    """key=value, in the order the plan stored them; a partition map as its number of entries."""
-    return ", ".join(f"{key}={len(value)} partitions" if isinstance(value, dict) else f"{key}={value}"
-                     for key, value in facts.items() if value is not None) or "none recorded"
+    """key=value, in the order the plan stored them; a partition map as its number of entries, a
+    list as its items in brackets (no quotes), a truth value as yes or no."""
+    return ", ".join(f"{key}={_fact_text(value)}" for key, value in facts.items() if value is not None) \
+        or "none recorded"
+
+
+def _fact_text(value: object) -> str:
+    if isinstance(value, dict):
+        return f"{len(value)} partitions"
+    if isinstance(value, (list, tuple)):
+        return "[" + " ".join(map(str, value)) + "]"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
 
 
 def offset_key(topic: str, partition: int) -> str:

@@ -1,6 +1,7 @@
 """`offsets-platform plans`: the stored plans, newest first, with their progress, counted by the
-rules apply uses (four-eyes approvals, the latest outcome in the audit). Hand-made plans, approvals
-and audit rows in a real Delta lake; no broker, no Spark."""
+rules apply uses (four-eyes approvals, the latest outcome in the audit); and a plan's facts as
+`show` prints them. Hand-made plans, approvals and audit rows in a real Delta lake; no broker, no
+Spark."""
 
 from __future__ import annotations
 
@@ -80,3 +81,13 @@ def test_the_command_prints_a_table_or_json(lake, capsys):
 def test_ages_in_their_two_largest_units():
     assert [age_text(s) for s in (0, 59, 61, 3725, 86_405, 200_000)] == ["0s", "59s", "1m 1s", "1h 2m", "1d 0h",
                                                                          "2d 7h"]
+
+
+def test_facts_are_printed_as_text_not_python():
+    from offsets_platform.cleanup.plans import facts_text
+
+    assert facts_text({"group_state": "Empty", "subscribed_topics": ["orders", "payments"], "member_count": 0,
+                       "offsets": {"orders:0": 5, "orders:1": 7}, "expires_at": None, "is_known": True}) \
+        == "group_state=Empty, subscribed_topics=[orders payments], member_count=0, offsets=2 partitions, is_known=yes"
+    assert facts_text({"share_partitions": []}) == "share_partitions=[]"
+    assert facts_text({}) == "none recorded"
