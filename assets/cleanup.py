@@ -92,7 +92,8 @@ class PlanConfig(Config):
 def cleanup_plan(context: AssetExecutionContext, config: PlanConfig, lake: LakeResource) -> MaterializeResult:
     the_lake = lake.lake()
     plan = build_plan(the_lake, created_by=run_identity_or_id(context), idle_hours=config.idle_hours,
-                      clean_early=tuple(config.clean_early), valid_hours=config.valid_hours)
+                      clean_early=tuple(config.clean_early), valid_hours=config.valid_hours,
+                      emit=context.log.info)
     save_plan(the_lake, plan)
     context.log.info(f"plan {plan.plan_id}: {len(plan.actions)} actions, expires {plan.expires_at:%Y-%m-%d %H:%M} UTC"
                      if plan.actions else "nothing to clean up: no plan stored")

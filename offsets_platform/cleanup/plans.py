@@ -12,13 +12,14 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import Callable
 
 import pyarrow as pa
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS, cleanup_candidates
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
-from offsets_platform.lake.sql_literals import lake_string
+from offsets_platform.lake.sql_literals import lake_string, lake_timestamp
 
 PLANS = "cleanup_plans"
 PLANS_LEASE = "cleanup-plans"
@@ -71,10 +72,11 @@ class CleanupPlan:
 
 def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HOURS,
                clean_early: tuple[str, ...] = (), valid_hours: int = DEFAULT_VALID_HOURS,
-               now: datetime | None = None) -> CleanupPlan:
+               now: datetime | None = None, emit: Callable[[str], None] = lambda line: None) -> CleanupPlan:
     """Propose OffsetDelete for stale offsets of unsubscribed topics (and every offset of the
     Empty or standalone groups in `clean_early`) and DeleteGroups for groups Empty longer than
-    `idle_hours`. Raises PlanError when a requested action would be unsafe."""
+    `idle_hours`, less what the audit shows removed since the models last ran (`emit` says how
+    many). Raises PlanError when a requested action would be unsafe."""
     now = now or datetime.now(timezone.utc)
     candidates = cleanup_candidates(lake, idle_hours=idle_hours)
     groups = {row["group_id"]: row for row in lake.read_arrow("group_state").to_pylist()}
@@ -89,13 +91,36 @@ def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HO
     actions += [_delete_group(row, idle_hours, committed.get(row["group"], {}),
                               _share_facts(groups.get(row["group"], {}), share_state))
                 for row in candidates.group_deletes]
-    actions = _unique(actions)
+    done = removed_since_the_models_ran(lake)
+    left_out = [action for action in _unique(actions) if action.action_id in done]
+    actions = [action for action in _unique(actions) if action.action_id not in done]
+    if left_out:
+        emit(f"left out {len(left_out)} removals the audit shows done since the models last ran "
+             f"({', '.join(action.describe() for action in left_out[:5])}{', ...' if len(left_out) > 5 else ''}): "
+             "the tables still show what they removed until the next refresh")
     check_safe(actions, groups, subscriptions)
     created_at = now.replace(microsecond=0)
     expires_at = created_at + timedelta(hours=valid_hours)
     plan_id = _digest([created_at.isoformat(), expires_at.isoformat(), created_by,
                        [[a.action_id, a.reason, a.facts] for a in actions]])[:16]
     return CleanupPlan(plan_id, created_at, expires_at, created_by, tuple(actions))
+
+
+def removed_since_the_models_ran(lake: Lake) -> set[str]:
+    """The action ids of the removals the audit shows done (deleted, by a plan's apply or by
+    delete-offsets and delete-groups) after the models last ran. The gold tables a plan reads show
+    what those removed until the next refresh, so a plan must not propose them again; a removal
+    done before that run is in the tables already (gone, or committed again since)."""
+    from offsets_platform.cleanup.approvals import AUDIT  # both import this module
+    from offsets_platform.cleanup.audit import DELETED
+    from offsets_platform.views.from_lake import last_refresh
+
+    facts_at = last_refresh(lake)
+    since = f" and at > {lake_timestamp(facts_at)}" if facts_at else ""
+    rows = lake.query(f"""select distinct action, "group", topic, "partition" from {AUDIT}
+                          where outcome = {lake_string(DELETED)}{since}""", AUDIT).to_pylist()
+    return {PlannedAction(row["action"], row["group"], row["topic"], row["partition"], "", {}).action_id
+            for row in rows}
 
 
 def check_safe(actions: list[PlannedAction], groups: dict[str, dict], subscriptions: dict[str, set[str]]) -> None:

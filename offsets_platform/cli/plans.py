@@ -63,7 +63,7 @@ def _plan(args, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     plan = build_plan(lake, created_by=requester(args), idle_hours=args.idle_hours,
-                      clean_early=tuple(args.clean_early), valid_hours=args.valid_hours)
+                      clean_early=tuple(args.clean_early), valid_hours=args.valid_hours, emit=print)
     if not plan.actions:
         print("nothing to clean up: no stale offsets of unsubscribed topics, no group Empty "
               f"longer than {args.idle_hours} h")

@@ -1,0 +1,60 @@
+"""A plan never proposes again what the audit shows removed since the models last ran: the gold
+tables still show those offsets and groups until the next refresh. Hand-made model rows, runs and
+audit rows in a real Delta lake; no broker, no Spark."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pytest
+
+from offsets_platform.cleanup.audit import DELETED, FAILED
+from offsets_platform.cleanup.plans import DELETE_GROUPS, build_plan, removed_since_the_models_ran
+from tests.test_summary import full_rows
+
+pytestmark = pytest.mark.fast
+
+MODELS_RAN = datetime(2026, 11, 27, 12, 0, tzinfo=timezone.utc)
+
+
+def lake_with_two_idle_groups(lake):
+    """Two groups Empty for 300 h, the models' tables as a refresh at MODELS_RAN left them."""
+    for name, rows in {
+        "group_state": [{"group_id": group, "state": "Empty", "count_members": 0, "classification": "consumer",
+                         "state_entered_at": MODELS_RAN - timedelta(hours=300)} for group in ("old-a", "old-b")],
+        "expirable_offsets": [{"group_id": "busy", "topic": "t", "partition_id": 0, "rule": "none",
+                               "evaluated_at": MODELS_RAN}],
+        "committed_offsets": [], "consumer_lag": [], "group_subscriptions": [],
+    }.items():
+        lake.append(name, full_rows(lake, name, rows))
+    lake.append("model_runs", pa.Table.from_pylist([
+        {"model": "group_state", "run_id": "r1", "mode": "full", "source": "x", "source_version": 0,
+         "code_version": "c", "rows_written": 2, "finished_at": MODELS_RAN}], schema=lake.spec("model_runs").schema))
+
+
+def deleted(lake, group: str, at: datetime, outcome: str = DELETED) -> None:
+    lake.append("cleanup_audit", full_rows(lake, "cleanup_audit", [
+        {"audit_id": f"{group}-{at:%H%M}", "origin": "cli", "action": DELETE_GROUPS, "group": group, "topic": None,
+         "partition": None, "outcome": outcome, "bootstrap_servers": "127.0.0.1:9092", "requested_by": "bob",
+         "at": at}]))
+
+
+def test_a_group_deleted_since_the_models_ran_is_not_proposed_again(lake):
+    lake_with_two_idle_groups(lake)
+    assert {a.group for a in build_plan(lake, "alice", idle_hours=168).actions} == {"old-a", "old-b"}
+    deleted(lake, "old-a", MODELS_RAN + timedelta(minutes=5))  # by delete-groups, after the refresh
+    deleted(lake, "old-b", MODELS_RAN + timedelta(minutes=6), outcome=FAILED)  # not removed: still proposed
+    said: list[str] = []
+    plan = build_plan(lake, "alice", idle_hours=168, emit=said.append)
+    assert [a.group for a in plan.actions] == ["old-b"]
+    assert said == ["left out 1 removals the audit shows done since the models last ran (DeleteGroups old-a): "
+                    "the tables still show what they removed until the next refresh"]
+
+
+def test_a_removal_before_the_models_ran_is_in_the_tables_already(lake):
+    lake_with_two_idle_groups(lake)
+    # deleted before the refresh: the tables that still show the group Empty saw it come back
+    deleted(lake, "old-a", MODELS_RAN - timedelta(minutes=5))
+    assert removed_since_the_models_ran(lake) == set()
+    assert {a.group for a in build_plan(lake, "alice", idle_hours=168).actions} == {"old-a", "old-b"}
