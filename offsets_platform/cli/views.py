@@ -94,7 +94,8 @@ def _groups(args, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     rows = list_groups(lake, frozenset().union(*args.state))
-    _print_rows(args, rows, [("GROUP", "group"), ("STATE", "state"), ("KIND", "kind"), ("MEMBERS", "members"),
+    _print_rows(args, rows, [("GROUP", "group"), ("STATE", "state"), ("STATUS", "status"), ("KIND", "kind"),
+                             ("MEMBERS", "members"),
                              ("TOPICS", "topics"), ("PARTITIONS", "partitions"), ("LAG", "lag")])
     _from(args, freshness(lake))
     return 0
@@ -120,7 +121,8 @@ def _describe(args, settings: Settings) -> int:
         print(as_json(view.__dict__))
         return 0
     print(f"GROUP {view.group}: {view.state}, {view.kind or 'unknown kind'}"
-          + (f", protocol {view.protocol}" if view.protocol else "") + f", {len(view.members)} members")
+          + (f", protocol {view.protocol}" if view.protocol else "") + f", {len(view.members)} members"
+          + (f", status {view.status}" if view.status else ""))
     if args.live:
         for line in kafka_describe_lines(view):
             print(line)
@@ -128,8 +130,9 @@ def _describe(args, settings: Settings) -> int:
         print()
         print("\n".join(table_lines(
             [("TOPIC", "topic"), ("PARTITION", "partition"), ("CURRENT-OFFSET", "current_offset"),
-             ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"), ("EXPIRES-AT", "expires_at"),
-             ("EXPIRY", "expiry")], view.offsets)) if view.offsets else "no committed offsets")
+             ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"), ("STATUS", "status"),
+             ("EXPIRES-AT", "expires_at"), ("EXPIRY", "expiry")], view.offsets)) if view.offsets
+              else "no committed offsets")
     print()
     print("\n".join(table_lines(
         [("CONSUMER-ID", "consumer_id"), ("GROUP-INSTANCE-ID", "group_instance_id"), ("HOST", "host"),

@@ -22,7 +22,8 @@ class GroupView:
     and its members.
 
     `offsets` rows: topic, partition, current_offset, log_end_offset, lag, consumer_id, host,
-    client_id, and from the lake also expires_at, expiry (the rule or why none applies).
+    client_id, and from the lake also expires_at, expiry (the rule or why none applies) and status
+    (Burrow's verdict on the partition, consumer_status; None when not evaluated).
     `members` rows: consumer_id, group_instance_id, host, client_id, partitions (assigned count,
     None when not known), subscription (topic names or the regular expression).
     `source` says where the answer comes from and how fresh it is.
@@ -35,6 +36,7 @@ class GroupView:
     source: str
     offsets: list[dict] = field(default_factory=list)
     members: list[dict] = field(default_factory=list)
+    status: str | None = None  # Burrow's verdict on the group (consumer_status); None when not evaluated
 
 
 def subscription(topics: Sequence[str] | None, regex: str | None) -> str | None:

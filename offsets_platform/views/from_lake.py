@@ -29,7 +29,8 @@ GROUP_STATES = ("Stable", "Empty", "Dead", "PreparingRebalance", "CompletingReba
 
 
 def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
-    """Every group the models know, by name: state, kind, members, the topics and partitions of its
+    """Every group the models know, by name: state, status (Burrow's verdict, consumer_status;
+    None when not evaluated), kind, members, the topics and partitions of its
     committed offsets, and its lag (`attention.lag_by_group`: abandoned offsets left out; None
     when no log offsets are known). `states`: only groups in these states (case-insensitive)."""
     wanted = ""
@@ -39,14 +40,19 @@ def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
         with offsets as (
             select group_id, count(distinct topic) as topics, count(*) as partitions
             from committed_offsets group by group_id
+        ),
+        statuses as (
+            -- one value per group, repeated on each of its partitions' rows
+            select group_id, max(group_status) as status from consumer_status group by group_id
         )
-        select g.group_id as "group", g.state, {attention.KIND} as kind, g.count_members as members,
+        select g.group_id as "group", g.state, s.status, {attention.KIND} as kind, g.count_members as members,
                coalesce(o.topics, 0) as topics, coalesce(o.partitions, 0) as partitions
         from group_state g
         left join offsets o on o.group_id = g.group_id
+        left join statuses s on s.group_id = g.group_id
         {wanted}
         order by g.group_id
-        """, "group_state", "committed_offsets").to_pylist()
+        """, "group_state", "committed_offsets", "consumer_status").to_pylist()
     lag = {row["group"]: row for row in attention.lag_by_group(lake, lagging_only=False)}
     return [{**group, "lag": lag.get(group["group"], {}).get("lag_messages"),
              "lag_ms": lag.get(group["group"], {}).get("lag_ms")} for group in groups]
@@ -56,8 +62,11 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
     """The group's state, offsets (with lag and expiry) and members; None when the models do not
     know the group."""
     name = lake_string(group)
-    states = lake.query(f"""select state, {attention.KIND} as classification, protocol_type, protocol from group_state
-                            where group_id = {name}""", "group_state").to_pylist()
+    states = lake.query(f"""select g.state, {attention.KIND} as classification, g.protocol_type, g.protocol,
+                                   (select max(s.group_status) from consumer_status s
+                                    where s.group_id = g.group_id) as status
+                            from group_state g where g.group_id = {name}""",
+                        "group_state", "consumer_status").to_pylist()
     if not states:
         return None
     (state,) = states
@@ -65,21 +74,23 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
         select c.topic, c.partition_id as "partition", c.committed_offset as current_offset, l.log_end_offset,
                l.lag_messages as lag, e.expires_at, e.hours_until_expiry,
                e.is_expired as expired_now, e.rule,
-               e.not_eligible_reason
+               e.not_eligible_reason, s.status
         from committed_offsets c
         left join consumer_lag l on l.group_id = c.group_id and l.topic = c.topic and l.partition_id = c.partition_id
         left join expirable_offsets e
           on e.group_id = c.group_id and e.topic = c.topic and e.partition_id = c.partition_id
+        left join consumer_status s
+          on s.group_id = c.group_id and s.topic = c.topic and s.partition_id = c.partition_id
         where c.group_id = {name}
         order by c.topic, c.partition_id
-        """, "committed_offsets", "consumer_lag", "expirable_offsets").to_pylist()
+        """, "committed_offsets", "consumer_lag", "expirable_offsets", "consumer_status").to_pylist()
     members = lake.query(f"""
         select member_id as consumer_id, group_instance_id, client_host as host, client_id,
                subscribed_topics, subscribed_topic_regex
         from group_members where group_id = {name} order by member_id
         """, "group_members").to_pylist()
     return GroupView(
-        group=group, state=state["state"], kind=state["classification"],
+        group=group, state=state["state"], kind=state["classification"], status=state["status"],
         protocol=state["protocol"] or state["protocol_type"] or "", source=freshness(lake),
         offsets=[{**row, "consumer_id": None, "host": None, "client_id": None, "expiry": expiry(row)}
                  for row in offsets],

@@ -25,7 +25,8 @@ def write(lake, name: str, rows: list[dict]) -> None:
 
 @pytest.fixture
 def filled(lake):
-    """Two groups: `busy` (Stable, lagging on t-0, t-1) and `idle` (Empty, offsets due to expire)."""
+    """Two groups: `busy` (Stable, lagging on t-0, t-1, Burrow's WARN) and `idle` (Empty, offsets due
+    to expire, not evaluated)."""
     write(lake, "group_state", [{"group_id": "busy", "state": "Stable", "classification": "consumer", "count_members": 1},
                                 {"group_id": "idle", "state": "Empty", "classification": "standalone"}])
     write(lake, "committed_offsets", [{"group_id": "busy", "topic": "t", "partition_id": p, "committed_offset": 5}
@@ -40,21 +41,25 @@ def filled(lake):
           [{"group_id": "idle", "topic": "t", "partition_id": p, "rule": "standalone", "group_state": "Empty",
             "hours_until_expiry": h, "is_expired": h <= 0, "expires_at": at(0) + timedelta(hours=h)}
            for p, h in ((0, -1.0), (1, 2.0), (2, 30.0))])
+    write(lake, "consumer_status", [{"group_id": "busy", "topic": "t", "partition_id": p, "status": status,
+                                     "group_status": "WARN"} for p, status in ((0, "OK"), (1, "WARN"))])
     write(lake, "group_members", [{"group_id": "busy", "member_id": "m-1", "client_id": "c", "client_host": "/h",
                                    "subscribed_topics": ["t"], "subscribed_topic_regex": None,
                                    "group_instance_id": None}])
     return lake
 
 
-def test_groups_lists_state_kind_and_the_sums_of_offsets_and_lag(filled):
-    assert [(g["group"], g["state"], g["kind"], g["topics"], g["partitions"], g["lag"]) for g in list_groups(filled)] \
-        == [("busy", "Stable", "consumer", 1, 2, 7), ("idle", "Empty", "standalone", 1, 3, None)]
+def test_groups_lists_state_status_kind_and_the_sums_of_offsets_and_lag(filled):
+    assert [(g["group"], g["state"], g["status"], g["kind"], g["topics"], g["partitions"], g["lag"])
+            for g in list_groups(filled)] \
+        == [("busy", "Stable", "WARN", "consumer", 1, 2, 7), ("idle", "Empty", None, "standalone", 1, 3, None)]
     assert [g["group"] for g in list_groups(filled, frozenset({"empty"}))] == ["idle"]  # any case, as Kafka's --state
 
 
 def test_describe_joins_lag_and_expiry_per_partition(filled):
     view = describe_group(filled, "busy")
-    assert (view.state, view.kind) == ("Stable", "consumer")
+    assert (view.state, view.kind, view.status) == ("Stable", "consumer", "WARN")
+    assert [o["status"] for o in view.offsets] == ["OK", "WARN"]
     assert [(o["partition"], o["current_offset"], o["log_end_offset"], o["lag"], o["expiry"]) for o in view.offsets] \
         == [(0, 5, 8, 3, "never while topic subscribed by a member"), (1, 5, 9, 4, "never while topic subscribed by a member")]
     assert view.members == [{"consumer_id": "m-1", "group_instance_id": None, "host": "/h", "client_id": "c",
@@ -63,6 +68,7 @@ def test_describe_joins_lag_and_expiry_per_partition(filled):
     assert [o["expiry"] for o in idle.offsets] == ["due now (standalone)", "in 2.0 h (standalone)",
                                                   "in 30.0 h (standalone)"]
     assert [o["lag"] for o in idle.offsets] == [None] * 3  # no log offsets known: not zero
+    assert idle.status is None and [o["status"] for o in idle.offsets] == [None] * 3
     assert describe_group(filled, "nobody") is None
 
 
@@ -101,12 +107,17 @@ def test_the_commands_print_tables_or_json(filled, capsys):
     home = str(filled.root.parent)
     assert main(["groups", "--home", home]) == 0
     out, err = capsys.readouterr()
-    assert out.splitlines()[0].split() == ["GROUP", "STATE", "KIND", "MEMBERS", "TOPICS", "PARTITIONS", "LAG"]
+    assert out.splitlines()[0].split() == ["GROUP", "STATE", "STATUS", "KIND", "MEMBERS", "TOPICS", "PARTITIONS", "LAG"]
+    assert out.splitlines()[1].split()[:3] == ["busy", "Stable", "WARN"]
     assert "the models have not run yet" in err  # no model_runs rows in this hand-made lake
     assert main(["expiring", "--within", "1d", "--home", home, "--output", "json"]) == 0
     assert [row["partitions"] for row in json.loads(capsys.readouterr().out)] == [2]
     assert main(["describe", "busy", "--home", home, "--output", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["offsets"][1]["lag"] == 4
+    assert main(["describe", "busy", "--home", home]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "GROUP busy: Stable, consumer, 1 members, status WARN"
+    assert lines[2].split()[5] == "STATUS" and lines[4].split()[5] == "WARN"
 
 
 def test_a_view_of_a_lake_that_is_not_there_creates_nothing(tmp_path, capsys):
