@@ -11,10 +11,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
 
+import plotly.io as pio
+
 from offsets_platform.lake import Lake, NoLake
 from offsets_platform.lake.storage import local_leases_folder
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.settings import KafkaConnection, Settings
+
+# Each figure a notebook shows carries its HTML (with plotly.js, once per notebook, so it draws
+# offline) beside Plotly's own JSON: Jupyter draws the JSON, while an export to HTML (jupyter
+# nbconvert --to html) and other viewers keep only the HTML, where the JSON alone left a gap.
+pio.renderers.default = "plotly_mimetype+notebook"
 
 # The notebooks read these; both exist once the models have run over the lake.
 GOLD_TABLES = ("expirable_offsets", "coordinator_metrics")

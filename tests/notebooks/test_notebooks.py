@@ -9,6 +9,7 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
+from nbconvert import HTMLExporter
 
 from offsets_platform.report.figures import (EXPIRATION_TITLE, GROUP_STATES_TITLE, LAG_TITLE,
                                              RETENTION_TITLE)
@@ -38,6 +39,8 @@ def stdout(notebook) -> str:
 
 
 def figure_titles(notebook) -> list[str]:
+    """The titles of the notebook's figures; each figure must carry its HTML as well (without
+    it, an export to HTML drops the figure)."""
     titles = []
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
@@ -45,7 +48,14 @@ def figure_titles(notebook) -> list[str]:
             if figure is not None:
                 figure = json.loads(figure) if isinstance(figure, str) else figure
                 titles.append(figure["layout"]["title"]["text"])
+                assert "plotly-graph-div" in output["data"].get("text/html", ""), titles[-1]
     return titles
+
+
+def html_figures(notebook) -> int:
+    """How many figures jupyter nbconvert --to html draws of an executed notebook."""
+    html, _ = HTMLExporter().from_notebook_node(notebook)
+    return html.count('class="plotly-graph-div"')
 
 
 def test_outputs_are_stripped_in_the_repository():
@@ -64,7 +74,9 @@ def test_groups_and_states(demo_run, monkeypatch):
     for row in demo_run.lake.query("select state, count(*) as n from group_state group by state",
                                    "group_state").to_pylist():
         assert f"{row['state']}: {row['n']} groups" in printed
-    assert GROUP_STATES_TITLE in figure_titles(notebook)
+    titles = figure_titles(notebook)
+    assert GROUP_STATES_TITLE in titles
+    assert html_figures(notebook) == len(titles), "the export to HTML lost figures"
     (subscribed,) = [line for line in printed.splitlines() if line.startswith("search-changed-subscription subscribes")]
     assert "search-clicks'" not in subscribed
 
