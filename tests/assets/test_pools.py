@@ -1,6 +1,6 @@
 """Ingest and the cleanup steps run one at a time in Dagster: the ingest asset is in the pool
 "ingest", the cleanup ops and the plan asset in the pool "cleanup", and the instance settings the
-project ships limit every pool to one at a time."""
+project ships limit every pool to one at a time (and turn Dagster's telemetry off)."""
 
 import shutil
 from pathlib import Path
@@ -36,3 +36,11 @@ def test_the_shipped_instance_settings_let_one_step_of_each_pool_run_at_a_time(t
         for pool in (INGEST_POOL, CLEANUP_POOL):
             info = instance.event_log_storage.get_concurrency_info(pool)
             assert (info.limit, info.using_default_limit) == (1, True), pool
+
+
+def test_the_shipped_instance_settings_turn_telemetry_off(tmp_path):
+    with DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.telemetry_enabled, "Dagster's default, which the shipped settings change"
+    shutil.copy(SHIPPED, tmp_path / "dagster.yaml")
+    with DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert not instance.telemetry_enabled
