@@ -641,14 +641,23 @@ def _plans_and_applies(trials: Trials, key: str, bootstrap: str) -> None:
 
 
 def _empty_groups(bootstrap: str, groups: list[str]) -> None:
-    """Groups that committed an offset without joining: Empty at once."""
+    """Classic consumer groups whose one member joined, committed and left: Empty at once, and
+    proposed for DeleteGroups with --idle-hours 0. (A group that only commits, without joining,
+    is standalone: a plan deletes it only once Kafka would expire its offsets.)"""
     topic = "orders"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     for group in groups:
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                             "group.protocol": "classic"})
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        if not consumer.assignment():
+            raise SystemExit(f"group {group} was not assigned {topic} within 60 s")
         consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
-        consumer.close()
+        consumer.close()  # leaves the group: Empty
 
 
 SECTIONS = ("ingest", "refresh", "broker", "concurrency")
