@@ -91,9 +91,9 @@ def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HO
     actions += [_delete_group(row, idle_hours, committed.get(row["group"], {}),
                               _share_facts(groups.get(row["group"], {}), share_state))
                 for row in candidates.group_deletes]
-    done = removed_since_the_models_ran(lake)
-    left_out = [action for action in _unique(actions) if action.action_id in done]
-    actions = [action for action in _unique(actions) if action.action_id not in done]
+    actions, done = _unique(actions), removed_since_the_models_ran(lake)
+    left_out = [action for action in actions if action.action_id in done]
+    actions = [action for action in actions if action.action_id not in done]
     if left_out:
         emit(f"left out {len(left_out)} removals the audit shows done since the models last ran "
              f"({', '.join(action.describe() for action in left_out[:5])}{', ...' if len(left_out) > 5 else ''}): "
