@@ -70,7 +70,8 @@ def _plan(args, settings: Settings) -> int:
         return 0
     save_plan(lake, plan)
     _print_plan(plan)
-    print(f"\napprove it with: offsets-platform approve {plan.plan_id}  (run by someone other than "
+    print(f"\nthe facts: {facts_age(lake, plan.created_at)}")
+    print(f"approve it with: offsets-platform approve {plan.plan_id}  (run by someone other than "
           f"{plan.created_by}: four-eyes, unless {ALLOW_SELF_APPROVAL_ENV}=true)")
     return 0
 
@@ -92,6 +93,15 @@ def _plans(args, settings: Settings) -> int:
                              ("SKIPPED", "skipped"), ("FAILED", "failed"), ("STATE", "state")], rows):
         print(line)
     return 0
+
+
+def facts_age(lake, now) -> str:
+    """"the models' tables as of <time> UTC, <age> old": what a plan made at `now` rests on."""
+    from offsets_platform.views.from_lake import last_refresh
+
+    at = last_refresh(lake)
+    return (f"the models' tables as of {at:%Y-%m-%d %H:%M:%S} UTC, {age_text((now - at).total_seconds())} old"
+            if at else "the models have not run")
 
 
 def age_text(seconds: float) -> str:

@@ -58,3 +58,13 @@ def test_a_removal_before_the_models_ran_is_in_the_tables_already(lake):
     deleted(lake, "old-a", MODELS_RAN - timedelta(minutes=5))
     assert removed_since_the_models_ran(lake) == set()
     assert {a.group for a in build_plan(lake, "alice", idle_hours=168).actions} == {"old-a", "old-b"}
+
+
+def test_plan_says_how_old_its_facts_are(lake, capsys, monkeypatch):
+    from offsets_platform.cli import main
+
+    lake_with_two_idle_groups(lake)
+    monkeypatch.setenv("OFFSETS_PLATFORM_USER", "alice")
+    assert main(["plan", "--home", str(lake.root.parent)]) == 0
+    facts = [line for line in capsys.readouterr().out.splitlines() if line.startswith("the facts: ")]
+    assert len(facts) == 1 and facts[0].startswith("the facts: the models' tables as of 2026-11-27 12:00:00 UTC, ")
