@@ -1,11 +1,16 @@
 """Alerts: the conditions a person must hear about, from the models' gold tables (docs/alerts.md).
 
-Three conditions, each read with delta-rs's SQL engine (`Lake.query`, no Spark):
+Four conditions, each read with delta-rs's SQL engine (`Lake.query`, no Spark):
 
 - `messages_at_risk`: unread messages still in the log whose deletion by retention is due within
-  the loss horizon (`retention_forecast.hours_left`, due-now ones included). Messages retention
-  already deleted are losses (`unconsumed_messages`): they are reported, not alerted, since no
-  one can act on them any more.
+  the loss horizon (`retention_forecast.hours_left`, due-now ones included), on partitions where
+  the group is not catching up: Burrow's rules do not call the partition OK (its lag did not fall
+  across the window; `consumer_status`). A group reading down its lag is not alerted for
+  messages it will read in time; one that has not been evaluated yet is.
+- `messages_lost`: messages retention deleted before the group read them, seen by the latest
+  snapshot (`unconsumed_messages.observed_at` = `consumer_lag.measured_at`): one alert per group,
+  topic and snapshot that saw a loss, so each loss is told once when it is seen and cleared at the
+  next refresh that sees none.
 - `offsets_expiring`: committed offsets of a watched group that Kafka expires within the expiry
   horizon (`expirable_offsets.hours_until_expiry`, due-now ones included). Only watched groups:
   expiry is how Kafka forgets groups that are gone, and only a person knows which stopped group
@@ -39,9 +44,10 @@ from offsets_platform.lake import Lake
 from offsets_platform.settings import AlertSettings
 
 MESSAGES_AT_RISK = "messages_at_risk"
+MESSAGES_LOST = "messages_lost"
 OFFSETS_EXPIRING = "offsets_expiring"
 CONSUMER_STATUS = "consumer_status"
-KINDS = (MESSAGES_AT_RISK, OFFSETS_EXPIRING, CONSUMER_STATUS)
+KINDS = (MESSAGES_AT_RISK, MESSAGES_LOST, OFFSETS_EXPIRING, CONSUMER_STATUS)
 # The partition statuses that make a group ERR in Burrow's rules (docs/consumer-status.md).
 ERR_STATUSES = ("STOP", "STALL", "REWIND")
 SOURCE = "offsets_platform"
@@ -56,7 +62,8 @@ class Alert:
     group: str
     topic: str
     qualifier: str
-    """Kafka's expiration rule (offsets_expiring), the partition status (consumer_status), or ""."""
+    """Kafka's expiration rule (offsets_expiring), the partition status (consumer_status), the
+    snapshot that saw the loss (messages_lost, its time in ISO 8601), or ""."""
     summary: str
     partitions: tuple[dict, ...] = field(default=(), compare=False)
     """The partitions the condition holds for, each with the numbers behind it."""
@@ -75,7 +82,7 @@ class Alert:
 
 def evaluate(lake: Lake, settings: AlertSettings) -> list[Alert]:
     """Every alert the gold tables hold now, by key. Tables no model has written read as empty."""
-    alerts = [*messages_at_risk(lake, settings.loss_within_hours),
+    alerts = [*messages_at_risk(lake, settings.loss_within_hours), *messages_lost(lake),
               *offsets_expiring(lake, settings.expiry_within_hours, settings.watched_groups),
               *consumer_status(lake)]
     return sorted((a for a in alerts if not matches(a.group, settings.ignored_groups)), key=lambda a: a.key)
@@ -88,14 +95,17 @@ def matches(group: str, patterns: Iterable[str]) -> bool:
 
 def messages_at_risk(lake: Lake, within_hours: float) -> list[Alert]:
     """Per group and topic, the unread messages still in the log that retention deletes within
-    `within_hours` (those due now included)."""
+    `within_hours` (those due now included), on partitions the group is not catching up on."""
     rows = lake.query(f"""
         select f.group_id as "group", f.topic, f.partition_id as "partition", f.unread_in_log, f.hours_left,
-               f.deletion_expected_at, f.is_time_lag_lower_bound
+               f.deletion_expected_at, f.is_time_lag_lower_bound, s.status
         from retention_forecast f
+        left join consumer_status s
+          on s.group_id = f.group_id and s.topic = f.topic and s.partition_id = f.partition_id
         where f.unread_in_log > 0 and {due_for_deletion("f", within_hours)}
+          and coalesce(s.status, '') <> 'OK'
         order by f.group_id, f.topic, f.partition_id
-        """, "retention_forecast", "expirable_offsets").to_pylist()
+        """, "retention_forecast", "expirable_offsets", "consumer_status").to_pylist()
     alerts = []
     for (group, topic), partitions in _by_group_and_topic(rows).items():
         messages = sum(p["unread_in_log"] for p in partitions)
@@ -103,7 +113,42 @@ def messages_at_risk(lake: Lake, within_hours: float) -> list[Alert]:
         alerts.append(Alert(
             MESSAGES_AT_RISK, group, topic, "",
             f"group {group}: {messages:,} unread messages of {topic} ({_count(partitions, 'partition')}) are due for "
-            f"deletion by retention within {_hours(within_hours)}, the first {_when(soonest['hours_left'])}",
+            f"deletion by retention within {_hours(within_hours)}, the first {_when(soonest['hours_left'])}, "
+            f"and the group is not catching up ({_statuses(partitions)})",
+            tuple(partitions)))
+    return alerts
+
+
+def _statuses(partitions: list[dict]) -> str:
+    """"STOP on 2, WARN on 1": the partitions' statuses, not evaluated ones as such."""
+    counts: dict[str, int] = {}
+    for partition in partitions:
+        status = partition["status"] or "not evaluated"
+        counts[status] = counts.get(status, 0) + 1
+    return ", ".join(f"{status} on {count}" for status, count in sorted(counts.items()))
+
+
+def messages_lost(lake: Lake) -> list[Alert]:
+    """Per group and topic, the messages retention deleted before the group read them that the
+    latest snapshot saw deleted (abandoned offsets left out, as everywhere)."""
+    rows = lake.query(f"""
+        select u.group_id as "group", u.topic, u.partition_id as "partition", u.count_lost, u.count_lost_at_least,
+               u.lost_from_offset, u.lost_to_offset, u.observed_at
+        from unconsumed_messages u
+        where u.observed_at = (select max(measured_at) from consumer_lag) and {NOT_ABANDONED.format(t="u")}
+        order by u.group_id, u.topic, u.partition_id
+        """, "unconsumed_messages", "consumer_lag", "expirable_offsets").to_pylist()
+    for row in rows:
+        row["seen_at"] = row["observed_at"].isoformat()
+    alerts = []
+    for (group, topic, seen_at), partitions in _by_group_and_topic(rows, "seen_at").items():
+        most = sum(p["count_lost"] for p in partitions)
+        least = sum(p["count_lost_at_least"] for p in partitions)
+        alerts.append(Alert(
+            MESSAGES_LOST, group, topic, seen_at,
+            f"group {group} lost messages of {topic} ({_count(partitions, 'partition')}): retention deleted "
+            + (f"{most:,}" if least == most else f"{least:,} to {most:,}")
+            + f" messages it had not read, seen by the snapshot of {partitions[0]['observed_at']:%Y-%m-%d %H:%M:%S} UTC",
             tuple(partitions)))
     return alerts
 

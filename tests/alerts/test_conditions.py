@@ -7,11 +7,12 @@ how they are grouped into one alert, and that the keys stay put while the number
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from urllib.parse import quote
 
 import pytest
 
-from offsets_platform.alerts import (CONSUMER_STATUS, MESSAGES_AT_RISK, OFFSETS_EXPIRING, changes, evaluate,
-                                     messages_at_risk, offsets_expiring, payload)
+from offsets_platform.alerts import (CONSUMER_STATUS, MESSAGES_AT_RISK, MESSAGES_LOST, OFFSETS_EXPIRING, changes,
+                                     evaluate, messages_at_risk, offsets_expiring, payload)
 from offsets_platform.settings import AlertSettings
 from tests.test_summary import at, full_rows
 
@@ -51,10 +52,44 @@ def test_unread_messages_due_within_the_horizon_alert_once_per_group_and_topic(l
     assert [a.group for a in messages_at_risk(lake, within_hours=23.9)] == ["g"]
 
 
-def test_messages_already_lost_are_losses_not_alerts(lake):
-    write(lake, "unconsumed_messages", [{"group_id": "g", "topic": "t", "partition_id": 0, "count_lost": 100,
-                                         "count_lost_at_least": 90, "observed_at": at(0)}])
-    assert evaluate(lake, AlertSettings()) == []
+def test_a_group_catching_up_is_not_alerted_for_messages_it_will_read_in_time(lake):
+    write(lake, "retention_forecast", [forecast(group, 0, 10, 2.0) for group in ("ok", "warn", "stop", "new")])
+    write(lake, "consumer_status", [status("ok", 0, "OK"), status("warn", 0, "WARN"), status("stop", 0, "STOP")])
+    alerts = messages_at_risk(lake, within_hours=24)
+    # "new": not evaluated yet (no observations), so nobody can say it catches up
+    assert [a.group for a in alerts] == ["new", "stop", "warn"]
+    assert alerts[2].summary.endswith("and the group is not catching up (WARN on 1)")
+    assert alerts[0].summary.endswith("(not evaluated on 1)")
+
+
+def loss(group: str, partition: int, seen_at: datetime, most: int = 100, least: int = 90, topic: str = "t") -> dict:
+    return {"group_id": group, "topic": topic, "partition_id": partition, "count_lost": most,
+            "count_lost_at_least": least, "lost_from_offset": 0, "lost_to_offset": most, "observed_at": seen_at}
+
+
+def test_a_loss_the_latest_snapshot_saw_alerts_once_and_clears_at_the_next_refresh(lake):
+    snapshots = [at(0), at(15), at(30)]
+    write(lake, "consumer_lag", [{"group_id": "g", "topic": "t", "partition_id": 0, "measured_at": snapshots[1]}])
+    write(lake, "unconsumed_messages", [loss("g", 0, snapshots[0]),  # told at the refresh before
+                                        loss("g", 0, snapshots[1]), loss("g", 1, snapshots[1], most=5, least=5),
+                                        loss("h", 0, snapshots[1], topic="left")])
+    write(lake, "expirable_offsets", [expirable("h", 0, 1.0, rule="unsubscribed_topic", topic="left",
+                                                abandoned=True)])  # h left the topic on purpose
+    first = [a for a in evaluate(lake, AlertSettings()) if a.kind == MESSAGES_LOST]
+    assert [(a.key, [p["partition"] for p in a.partitions]) for a in first] == [
+        (f"messages_lost/g/t/{quote(snapshots[1].isoformat(), safe='')}", [0, 1])]
+    assert "retention deleted 95 to 105 messages it had not read" in first[0].summary
+    told = changes({}, first, now=snapshots[1])
+
+    # the next snapshot sees no new loss: the alert clears; a later loss is a new alert
+    lake.overwrite("consumer_lag", full_rows(lake, "consumer_lag", [
+        {"group_id": "g", "topic": "t", "partition_id": 0, "measured_at": snapshots[2]}]))
+    later = changes(told.open, [a for a in evaluate(lake, AlertSettings()) if a.kind == MESSAGES_LOST])
+    assert later.opened == [] and len(later.cleared) == 1
+    write(lake, "unconsumed_messages", [loss("g", 0, snapshots[2], most=7, least=7)])
+    again = [a for a in evaluate(lake, AlertSettings()) if a.kind == MESSAGES_LOST]
+    assert [a.qualifier for a in again] == [snapshots[2].isoformat()]
+    assert "retention deleted 7 messages" in again[0].summary
 
 
 def test_abandoned_offsets_alert_neither_as_risk_nor_as_status_nor_expiry(lake):

@@ -99,7 +99,8 @@ def test_each_change_is_posted_once_and_a_receiver_that_is_down_gets_it_at_the_n
         again = tick(sensor, instance, gold, cursor=sent.cursor)
         assert "evaluated already" in again.skip_message and len(receiver.bodies) == 1  # not sent twice
 
-        gold.overwrite("consumer_status", full_rows(gold, "consumer_status", [status("g", 0, "OK")]))
+        # no longer stopped, still not catching up (WARN): the status alert clears, the risk stays
+        gold.overwrite("consumer_status", full_rows(gold, "consumer_status", [status("g", 0, "WARN")]))
         refreshed(gold, minute=16)
         cleared = tick(sensor, instance, gold, cursor=again.cursor)
         assert len(receiver.bodies) == 2

@@ -51,9 +51,23 @@ def test_losses_are_one_number_in_the_lost_view_the_metrics_and_the_report(demo_
         assert non_consumed[group] >= messages == reported[group], group
 
 
-def test_the_messages_at_risk_alerts_are_the_reports_at_risk_rows(demo_lake):
+def test_the_messages_at_risk_alerts_are_the_reports_at_risk_messages_of_groups_not_catching_up(demo_lake):
+    within = attention.DEFAULT_WITHIN_HOURS
     alerted = {(a.group, a.topic): sum(p["unread_in_log"] for p in a.partitions)
-               for a in messages_at_risk(demo_lake, attention.DEFAULT_WITHIN_HOURS)}
+               for a in messages_at_risk(demo_lake, within)}
     reported = {(row["group"], row["topic"]): row["messages_at_risk"]
-                for row in attention.retention_losses(demo_lake) if row["messages_at_risk"]}
-    assert alerted == reported
+                for row in attention.retention_losses(demo_lake, within) if row["messages_at_risk"]}
+    # the report's rule, partition by partition, less the partitions Burrow's rules call OK
+    status = {(r["group_id"], r["topic"], r["partition_id"]): r["status"]
+              for r in demo_lake.read_arrow("consumer_status").to_pylist()}
+    abandoned = {(r["group_id"], r["topic"], r["partition_id"])
+                 for r in demo_lake.read_arrow("expirable_offsets").to_pylist() if r["is_abandoned"]}
+    due, not_catching_up = defaultdict(int), defaultdict(int)
+    for row in demo_lake.read_arrow("retention_forecast").to_pylist():
+        partition = (row["group_id"], row["topic"], row["partition_id"])
+        if row["hours_left"] is not None and row["hours_left"] <= within and partition not in abandoned:
+            due[partition[:2]] += row["unread_in_log"]
+            if status.get(partition) != "OK":
+                not_catching_up[partition[:2]] += row["unread_in_log"]
+    assert dict(due) == reported
+    assert alerted == dict(not_catching_up)
