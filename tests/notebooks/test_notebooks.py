@@ -3,6 +3,7 @@ demo of tests/report/fixtures.py (OFFSETS_PLATFORM_HOME points the notebooks at 
 an error; a key output of each is checked against the lake."""
 
 import json
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -11,6 +12,9 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
+from offsets_platform.cleanup.candidates import cleanup_candidates
+from offsets_platform.cleanup.plans import build_plan
+from offsets_platform.models.project import lake_for_models
 from offsets_platform.report.figures import (EXPIRATION_TITLE, GROUP_STATES_TITLE, LAG_TITLE,
                                              RETENTION_TITLE)
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV
@@ -100,14 +104,25 @@ def test_expiring_offsets(demo_run, monkeypatch):
     assert EXPIRATION_TITLE in figure_titles(notebook)
 
 
-def test_cleanup_plan_review_approves_as_who_runs_it_and_only_dry_runs(demo_run, monkeypatch):
+def before_its_apply(demo_run, folder: Path) -> Path:
+    """A copy of the demo's home (its lake and its broker's data) as it was before the demo applied
+    its plan: the same tables, without the audit of that apply. The models have not run since, so
+    a new plan proposes what the demo's plan did, and the notebook has a plan to review. (On the
+    demo's lake itself, a new plan leaves that out: the next test.)"""
+    shutil.copytree(demo_run.home / "demo", folder / "demo")
+    shutil.rmtree(lake_for_models(folder / "demo" / "lake").path("cleanup_audit"))
+    return folder / "demo"
+
+
+def test_cleanup_plan_review_approves_as_who_runs_it_and_only_dry_runs(demo_run, monkeypatch, tmp_path):
     monkeypatch.setenv(USER_ENV, "Jane Operator (demo notebook)")  # the kernel inherits it: who runs the notebook
     monkeypatch.delenv(ALLOW_SELF_APPROVAL_ENV, raising=False)  # the notebook lifts four-eyes itself
-    notebook = run("04_cleanup_plan_review.ipynb", demo_run.home / "demo", monkeypatch)
+    home = before_its_apply(demo_run, tmp_path)
+    notebook = run("04_cleanup_plan_review.ipynb", home, monkeypatch)
     printed = stdout(notebook)
     (approved,) = [line for line in printed.splitlines() if line.startswith("Jane Operator (demo notebook) approved")]
     plan_id = approved.split(" of plan ")[1].split()[0]
-    lake = demo_run.lake
+    lake = lake_for_models(home / "lake")
     approvals = lake.query(f"select approved_by, action_id from cleanup_approvals where plan_id = '{plan_id}'",
                            "cleanup_approvals").to_pylist()
     plan = lake.query(f"select action_id, \"group\", topic, created_by from cleanup_plans where plan_id = '{plan_id}'",
@@ -122,3 +137,16 @@ def test_cleanup_plan_review_approves_as_who_runs_it_and_only_dry_runs(demo_run,
     outcomes = {r["outcome"] for r in lake.query(f"select outcome from cleanup_audit where plan_id = '{plan_id}'",
                                                  "cleanup_audit").to_pylist()}
     assert outcomes and outcomes <= {"dry_run", "skipped"}
+
+
+def test_a_new_plan_after_the_demos_apply_leaves_out_what_it_deleted(demo_run):
+    lake = demo_run.lake
+    deleted = {(row["group"], row["topic"], row["partition"]) for row in lake.read_arrow("cleanup_audit").to_pylist()
+               if row["outcome"] == "deleted"}
+    still_candidates = {(row["group"], row["topic"], row["partition"])
+                        for row in cleanup_candidates(lake).offset_deletes} & deleted
+    assert still_candidates, "the demo deleted offsets that its tables, not refreshed since, still show"
+    said: list[str] = []
+    plan = build_plan(lake, created_by="someone", emit=said.append)  # built, not stored
+    assert not deleted & {(action.group, action.topic, action.partition) for action in plan.actions}
+    assert said and said[0].startswith(f"left out {len(still_candidates)} removals the audit shows done")
