@@ -147,7 +147,9 @@ def test_an_apply_follows_the_coordinator_through_its_moves(connection, tmp_path
     result = apply_plan(lake, connection, plan.plan_id, requested_by="bob", timeout_s=30, **QUIET)
     monkeypatch.undo()  # the checks below move nothing
 
+    # the outcomes first: when an action was not carried out, they say why
+    assert [(row["outcome"], row["error"]) for row in result.outcomes] == [("deleted", None)] * len(actions), \
+        [(row["outcome"], row["error"], row["detail"]) for row in result.outcomes]
     assert len(calls) == 4 and held_a_moved_coordinator(calls)  # two live re-checks, two deletions
-    assert [(row["outcome"], row["error"]) for row in result.outcomes] == [("deleted", None)] * len(actions)
     assert committed(connection, stale) == {(PAYMENTS, 0): 1}
     assert idle not in listed_groups(connection)
