@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import urllib.error
+from collections import Counter
 import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -121,10 +122,7 @@ def messages_at_risk(lake: Lake, within_hours: float) -> list[Alert]:
 
 def _statuses(partitions: list[dict]) -> str:
     """"STOP on 2, WARN on 1": the partitions' statuses, not evaluated ones as such."""
-    counts: dict[str, int] = {}
-    for partition in partitions:
-        status = partition["status"] or "not evaluated"
-        counts[status] = counts.get(status, 0) + 1
+    counts = Counter(partition["status"] or "not evaluated" for partition in partitions)
     return ", ".join(f"{status} on {count}" for status, count in sorted(counts.items()))
 
 
@@ -138,14 +136,12 @@ def messages_lost(lake: Lake) -> list[Alert]:
         where u.observed_at = (select max(measured_at) from consumer_lag) and {NOT_ABANDONED.format(t="u")}
         order by u.group_id, u.topic, u.partition_id
         """, "unconsumed_messages", "consumer_lag", "expirable_offsets").to_pylist()
-    for row in rows:
-        row["seen_at"] = row["observed_at"].isoformat()
     alerts = []
-    for (group, topic, seen_at), partitions in _by_group_and_topic(rows, "seen_at").items():
+    for (group, topic), partitions in _by_group_and_topic(rows).items():  # all seen by one snapshot
         most = sum(p["count_lost"] for p in partitions)
         least = sum(p["count_lost_at_least"] for p in partitions)
         alerts.append(Alert(
-            MESSAGES_LOST, group, topic, seen_at,
+            MESSAGES_LOST, group, topic, partitions[0]["observed_at"].isoformat(),
             f"group {group} lost messages of {topic} ({_count(partitions, 'partition')}): retention deleted "
             + (f"{most:,}" if least == most else f"{least:,} to {most:,}")
             + f" messages it had not read, seen by the snapshot of {partitions[0]['observed_at']:%Y-%m-%d %H:%M:%S} UTC",
