@@ -56,8 +56,18 @@ with warnings.catch_warnings():
             name = spec.key.to_user_string()
             yield ObserveResult(asset_key=spec.key, metadata=table_metadata(the_lake, name))
 
+    # `offsets-platform prune` writes the counts of the commit records it removes, which a full
+    # refresh of offset_commit_counts reads (offsets_platform.models.pruning)
+    pruned_counts_spec = table_asset_spec("pruned_offset_commit_counts", "bronze", set())
+
+    @multi_observable_source_asset(specs=[pruned_counts_spec], required_resource_keys={"lake"},
+                                   description="Row count of the table `offsets-platform prune` writes.")
+    def pruned_counts(context: AssetExecutionContext):
+        yield ObserveResult(asset_key=pruned_counts_spec.key,
+                            metadata=table_metadata(context.resources.lake.lake(), "pruned_offset_commit_counts"))
+
 assets = [offsets_topic_bronze, cluster_snapshot, model_assets(project), cleanup_plans, cleanup_records,
-          cluster_report]
+          pruned_counts, cluster_report]
 
 # Schedules (refresh, daily cleanup plan) and the bronze freshness checks with their sensor;
 # their settings are read here, when the definitions load (see assets/automation.py).

@@ -14,6 +14,7 @@ from offsets_platform.cli.alerts import add_alerts_command
 from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.cli.args import NotWhoRuns, cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
+from offsets_platform.cli.prune import add_prune_command
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cli.spark_cluster import add_spark_cluster_command
 from offsets_platform.cli.metrics import add_metrics_commands
@@ -173,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     add_plan_commands(commands)
     add_direct_commands(commands)
     add_rebase_command(commands)
+    add_prune_command(commands)
     add_spark_cluster_command(commands)
 
     args = parser.parse_args(argv)

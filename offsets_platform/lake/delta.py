@@ -50,6 +50,10 @@ T = TypeVar("T")
 # last run (`Lake.spark_read_appended`); appends need no extra files for it.
 CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 TABLE_PROPERTIES = {"delta.checkpointInterval": "10", CHANGE_DATA_FEED: "true"}
+# The userMetadata of a prune's commit (`Lake.spark_delete_pruned`), set through Delta's Spark
+# setting for the commits a session makes.
+PRUNE_COMMIT = "offsets_platform prune"
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 class Lake:
@@ -374,9 +378,10 @@ class Lake:
 
     def appended_files(self, name: str, after_version: int, up_to_version: int) -> list[str] | None:
         """The data files added after `after_version` up to `up_to_version`, when those versions
-        only appended (no file was removed) and recorded their rows in the change data feed;
-        None otherwise, or when `after_version` can no longer be loaded: then only reading the
-        whole table is correct."""
+        only appended or pruned (`spark_delete_pruned`) and recorded their rows in the change
+        data feed; None otherwise, or when `after_version` can no longer be loaded: then only
+        reading the whole table is correct. A prune removes only rows every reader had read
+        before it, so the rows appended since a version are still the feed's inserts."""
         try:
             before = self._delta(name, after_version) if after_version >= 0 else None
         except Exception:  # delta-rs raises various errors for versions whose log was cleaned up
@@ -385,9 +390,26 @@ class Lake:
             return None
         files_before = set(before.file_uris()) if before is not None else set()
         files_now = self.files(name, up_to_version)
-        if not files_before <= set(files_now):
-            return None
-        return [uri for uri in files_now if uri not in files_before]
+        if files_before <= set(files_now):
+            return [uri for uri in files_now if uri not in files_before]
+        return self._appended_around_prunes(name, after_version, up_to_version, files_before)
+
+    def _appended_around_prunes(self, name: str, after_version: int, up_to_version: int,
+                                files_before: set[str]) -> list[str] | None:
+        """`appended_files` over versions that removed files: the files the appends among them
+        added, when every version that removed any was a prune; else None."""
+        pruned = {commit["version"] for commit in self.table(name).history(self.version(name) - after_version)
+                  if commit.get("userMetadata") == PRUNE_COMMIT}
+        appended: list[str] = []
+        previous = files_before
+        for version in range(after_version + 1, up_to_version + 1):
+            files = set(self.files(name, version))
+            if version not in pruned:
+                if not previous <= files:
+                    return None
+                appended += sorted(files - previous)
+            previous = files
+        return [uri for uri in appended if uri in previous]  # as `files` lists them at up_to_version
 
     def spark_overwrite(self, name: str, frame: "DataFrame", via_arrow: bool = False) -> int:
         """Replace the table's rows with `frame`'s (its columns cast to the registered schema) in
@@ -435,6 +457,34 @@ class Lake:
                   f"on {on} {clauses}")
         spark.catalog.dropTempView(source)
         return self._rows_written(name, before, "numSourceRows")
+
+    def spark_delete_pruned(self, name: str, keys: "DataFrame") -> int:
+        """Delete the table's rows whose registered keys are among `keys`' rows, in one Delta
+        commit marked as a prune (PRUNE_COMMIT in its userMetadata), which `appended_files`
+        tells from a rewrite. Only for rows every reader of the table has read. Returns the
+        rows deleted."""
+        spec = self.spec(name)
+        before = self._writable(name).version()
+        spark = keys.sparkSession
+        source = f"{name}__pruned_keys"
+        keys.select(*spec.keys).createOrReplaceTempView(source)
+        on = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
+        spark.conf.set(_USER_METADATA, PRUNE_COMMIT)
+        try:
+            spark.sql(f"merge into delta.{spark_identifier(str(self.path(name)))} as target using {source} as source "
+                      f"on {on} when matched then delete")
+        finally:
+            spark.conf.unset(_USER_METADATA)
+            spark.catalog.dropTempView(source)
+        return self._rows_written(name, before, "numTargetRowsDeleted")
+
+    def vacuum(self, name: str) -> int:
+        """Remove the table's data files that no version within its retention
+        (delta.deletedFileRetentionDuration, Delta's default a week) uses any more, so that
+        readers pinned to a recent version keep their files. Returns the files removed."""
+        if not self.exists(name):
+            return 0
+        return len(self.table(name).vacuum(dry_run=False))
 
     def _spark_reader(self, spark: "SparkSession"):
         if self.remote and id(spark) not in self._spark_configured:

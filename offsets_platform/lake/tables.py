@@ -260,6 +260,33 @@ _SPECS = [
                            "position: how many records were deleted before ingest read them; null otherwise",
     }),
     _described(TableSpec(
+        name="pruned_offset_commit_counts",
+        layer="bronze",
+        schema=pa.schema(
+            [
+                pa.field("source_partition", pa.int32(), nullable=False),
+                pa.field("first_source_offset", pa.int64(), nullable=False),
+                pa.field("minute_start_at", UTC_MICROS, nullable=False),
+                pa.field("count_offset_commits", pa.int64(), nullable=False),
+                pa.field("counted_below_offset", pa.int64(), nullable=False),
+                pa.field("pruned_at", UTC_MICROS, nullable=False),
+            ]
+        ),
+        keys=("source_partition", "first_source_offset"),
+        description="Offset commit records counted per minute before pruning removed them from "
+        "offset_commit_records: a full refresh of offset_commit_counts adds these rows to what it "
+        "counts from the records kept at and above counted_below_offset.",
+    ), {
+        "source_partition": "the partition of __consumer_offsets that held the records",
+        "first_source_offset": "the offset there of the first record counted in the row: with the partition, its key",
+        "minute_start_at": "start of the minute (UTC) of the records' commit time",
+        "count_offset_commits": "offset commit records (tombstones not counted) of that minute, from "
+                                "first_source_offset up to counted_below_offset",
+        "counted_below_offset": "every offset commit record of the partition below this offset is counted in "
+                                "this table (the prune that wrote the row removed those no model needs)",
+        "pruned_at": "when the prune that counted them ran (UTC)",
+    }),
+    _described(TableSpec(
         name="offsets_topic_identity",
         layer="bronze",
         schema=pa.schema(

@@ -236,3 +236,28 @@ def test_an_overwrite_replaces_a_schema_an_older_version_wrote(lake, spark):
     assert [row["unread_in_log"] for row in lake.spark_read(spark, "retention_forecast").collect()] == [7]
     assert lake.query("select group_id, partition_id from retention_forecast", "retention_forecast").to_pylist() == [
         {"group_id": "g", "partition_id": 0}]
+
+
+@pytest.mark.fast
+def test_rows_appended_since_a_version_are_found_across_a_prune_but_not_across_another_delete(tmp_path):
+    # A prune deletes only rows every reader has read (Lake.spark_delete_pruned, marked in its
+    # commit): what was appended since a version is still what the appends added. Any other
+    # removal means the table changed under its readers.
+    from deltalake import CommitProperties
+
+    from offsets_platform.lake.delta import PRUNE_COMMIT
+
+    lake = Lake(tmp_path)
+    first = lake.append("offsets_topic_checkpoints", checkpoint_rows("r1", [0, 1], [5, 7]))
+    lake.append("offsets_topic_checkpoints", checkpoint_rows("r2", [0], [9]))
+    table = DeltaTable(str(lake.path("offsets_topic_checkpoints")))
+    table.delete("ingest_run_id = 'r1' and source_partition = 0",
+                 commit_properties=CommitProperties(custom_metadata={"userMetadata": PRUNE_COMMIT}))
+    appended_last = lake.append("offsets_topic_checkpoints", checkpoint_rows("r3", [1], [11]))
+    appended = lake.appended_files("offsets_topic_checkpoints", first, appended_last)
+    assert appended is not None and len(appended) == 2  # r2's and r3's files, not the rewrite of r1's
+    assert set(appended) <= set(lake.files("offsets_topic_checkpoints"))
+
+    table.update_incremental()
+    table.delete("ingest_run_id = 'r2'")  # not a prune
+    assert lake.appended_files("offsets_topic_checkpoints", first, lake.version("offsets_topic_checkpoints")) is None
