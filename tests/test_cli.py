@@ -58,19 +58,30 @@ def test_models_command_runs_the_models_and_summarises(spark, tmp_path, capsys):
 
     builder = BronzeBuilder()
     builder.group_record("cli-models", at(hours=1), members={"m1": ["kept"]})
-    builder.commit("cli-models", "dropped", 0, 5, at(hours=1))
+    for minutes in range(0, 24, 2):  # twelve commits, each in a status-window interval of its own
+        builder.commit("cli-models", "dropped", 0, 5 + minutes, at(hours=1, minutes=minutes - 30))
     builder.write(Lake(tmp_path / "lake"))
     status = main(["models", "--home", str(tmp_path), "--offsets-retention-minutes", "60"])
     output = capsys.readouterr().out
     assert status == 0
     assert "groups by state: Stable consumer 1" in output
-    assert "OffsetDelete cli-models dropped-0 (offset 5)" in output
+    assert "OffsetDelete cli-models dropped-0 (offset 27)" in output
     expirable = lake_for_models(tmp_path / "lake").read_arrow("expirable_offsets").to_pylist()
     assert [(r["rule"], r["retention_minutes"]) for r in expirable] == [("unsubscribed_topic", 60)]
 
+    # the two oldest commits are history only: the window holds the latest ten, the latest stays
+    assert main(["prune", "--home", str(tmp_path), "--horizon", "0s", "--dry-run"]) == 0
+    output = capsys.readouterr().out
+    assert "would remove 2 of 12 offset commit records appended before " in output
+    assert "kept of those: 1 latest of its key, 9 status window" in output
+    assert main(["prune", "--home", str(tmp_path), "--horizon", "0s"]) == 0
+    assert "removed 2 of 12 offset commit records" in capsys.readouterr().out
+    assert lake_for_models(tmp_path / "lake").count("offset_commit_records") == 10
+
 
 @pytest.mark.parametrize("command", [["models"], ["plan"], ["show", "p1"], ["approve", "p1"],
-                                     ["apply", "p1", "--bootstrap-server", "127.0.0.1:9"], ["rebase"]])
+                                     ["apply", "p1", "--bootstrap-server", "127.0.0.1:9"], ["rebase"],
+                                     ["prune"]])
 def test_a_command_that_reads_a_lake_that_is_not_there_says_so_and_creates_nothing(command, tmp_path, capsys):
     home = tmp_path / "nowhere"
     assert main([*command, "--home", str(home)]) == 1
