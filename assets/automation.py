@@ -38,6 +38,8 @@ REFRESH_CRON_ENV = "OFFSETS_PLATFORM_REFRESH_CRON"
 DEFAULT_REFRESH_CRON = "*/15 * * * *"
 CLEANUP_CRON_ENV = "OFFSETS_PLATFORM_CLEANUP_CRON"
 DEFAULT_CLEANUP_CRON = "0 6 * * *"
+PRUNE_CRON_ENV = "OFFSETS_PLATFORM_PRUNE_CRON"
+DEFAULT_PRUNE_CRON = "30 5 * * *"  # daily, before the cleanup plan
 INGEST_MAX_LAG_ENV = "OFFSETS_PLATFORM_INGEST_MAX_LAG_MINUTES"
 AUTOMATION_ENV = "OFFSETS_PLATFORM_AUTOMATION"
 BOOTSTRAP_SERVERS_ENV = "OFFSETS_PLATFORM_BOOTSTRAP_SERVERS"  # the cluster the runs watch (settings.py)
@@ -48,6 +50,7 @@ UNFINISHED_STATUSES = [DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, Da
 CLEANUP_PLANS = AssetKey("cleanup_plans")
 REFRESH_SCHEDULE = "refresh_schedule"
 CLEANUP_PLAN_SCHEDULE = "cleanup_plan_schedule"
+PRUNE_SCHEDULE = "prune_schedule"
 CLEANUP_PLAN_JOB = "plan_cleanup"
 FRESHNESS_SENSOR = "freshness_checks_sensor"
 
@@ -63,10 +66,11 @@ class Automation:
     refresh_cron: str
     cleanup_cron: str
     ingest_max_lag: timedelta
+    prune_cron: str
 
 
 def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], refreshed_keys: Sequence[AssetKey],
-                     environ: Mapping[str, str] = os.environ) -> Automation:
+                     prune_job=None, environ: Mapping[str, str] = os.environ) -> Automation:
     """Schedules, the cleanup-plan job, and the bronze freshness checks with their sensor.
 
     `refreshed_keys`: the assets a scheduled refresh updates (the `refresh` job's executable assets);
@@ -121,6 +125,19 @@ def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], ref
                     "approve it with the approve_cleanup job.",
     )
 
+    schedules = [refresh_schedule, cleanup_schedule]
+    prune_cron = _cron(environ, PRUNE_CRON_ENV, DEFAULT_PRUNE_CRON)
+    if prune_job is not None:
+        schedules.append(ScheduleDefinition(
+            name=PRUNE_SCHEDULE,
+            job=prune_job,
+            cron_schedule=prune_cron,
+            execution_timezone=TIMEZONE,
+            default_status=schedule_status,
+            description=f"Runs `prune` once a day ({prune_cron} {TIMEZONE}, set with {PRUNE_CRON_ENV}): the offset "
+                        "commit records older than a week that no model needs leave the lake.",
+        ))
+
     # Dagster 1.13 marks these factories superseded by FreshnessPolicy. A FreshnessPolicy is evaluated
     # only by an instance that enables the freshness daemon, while these checks work on any instance
     # and show under their assets, so they are kept (and the warning silenced).
@@ -134,9 +151,9 @@ def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], ref
             default_status=sensor_status,
         )
 
-    return Automation(jobs=[plan_job], schedules=[refresh_schedule, cleanup_schedule], sensors=[freshness_sensor],
+    return Automation(jobs=[plan_job], schedules=schedules, sensors=[freshness_sensor],
                       asset_checks=freshness_checks, refresh_cron=refresh_cron, cleanup_cron=cleanup_cron,
-                      ingest_max_lag=max_lag)
+                      ingest_max_lag=max_lag, prune_cron=prune_cron)
 
 
 def _cron(environ: Mapping[str, str], name: str, default: str) -> str:

@@ -10,6 +10,7 @@ from assets.alerts import build_alerts
 from assets.automation import build_automation
 from assets.bronze import offsets_topic_bronze
 from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables
+from assets.maintenance import prune_job
 from assets.models import ModelsResource, model_assets
 from assets.quality import expectation_checks
 from assets.report import cluster_report
@@ -69,12 +70,13 @@ with warnings.catch_warnings():
 assets = [offsets_topic_bronze, cluster_snapshot, model_assets(project), cleanup_plans, cleanup_records,
           pruned_counts, cluster_report]
 
-# Schedules (refresh, daily cleanup plan) and the bronze freshness checks with their sensor;
+# Schedules (refresh, daily cleanup plan, daily prune) and the bronze freshness checks with their sensor;
 # their settings are read here, when the definitions load (see assets/automation.py).
 automation = build_automation(
     refresh_job,
     bronze_assets=[offsets_topic_bronze, cluster_snapshot],
     refreshed_keys=[key for definition in assets if definition.is_executable for key in definition.keys],
+    prune_job=prune_job,
 )
 
 # The alerts after each refresh: to a webhook, or as a failed `alert` run (see assets/alerts.py).
@@ -83,7 +85,7 @@ alert_job, alerts_sensor = build_alerts()
 defs = Definitions(
     assets=assets,
     asset_checks=[*expectation_checks(project), *automation.asset_checks],
-    jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup, *automation.jobs, alert_job],
+    jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup, prune_job, *automation.jobs, alert_job],
     schedules=automation.schedules,
     sensors=[*automation.sensors, alerts_sensor],
     resources={

@@ -13,7 +13,7 @@ from dagster import (AssetCheckKey, AssetKey, AssetMaterialization, DagsterInsta
                      DefaultSensorStatus, build_schedule_context, build_sensor_context, instance_for_test)
 
 from assets.automation import (AUTOMATION_ENV, BOOTSTRAP_SERVERS_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV,
-                               REFRESH_CRON_ENV, build_automation)
+                               PRUNE_CRON_ENV, REFRESH_CRON_ENV, build_automation)
 from assets.bronze import offsets_topic_bronze
 from assets.definitions import automation, defs, refresh_job
 from assets.snapshots import cluster_snapshot
@@ -21,10 +21,11 @@ from offsets_platform.lake import Lake
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = {"bronze", "silver", "gold", "cleanup"}
-JOBS = {"refresh", "ingest", "approve_cleanup", "apply_cleanup", "plan_cleanup", "alert"}
+JOBS = {"refresh", "ingest", "approve_cleanup", "apply_cleanup", "plan_cleanup", "alert", "prune"}
 # As loaded here (the environment may set other crons than the defaults, which are tested below).
 SCHEDULES = {"refresh_schedule": (automation.refresh_cron, "refresh"),
-             "cleanup_plan_schedule": (automation.cleanup_cron, "plan_cleanup")}
+             "cleanup_plan_schedule": (automation.cleanup_cron, "plan_cleanup"),
+             "prune_schedule": (automation.prune_cron, "prune")}
 GRAPH = defs.resolve_asset_graph()
 BRONZE = {key for key in GRAPH.get_all_asset_keys() if GRAPH.get(key).group_name == "bronze"}
 
@@ -123,8 +124,11 @@ def test_automation_settings_are_checked_and_named_in_errors():
         return build_automation(refresh_job, bronze, refreshed_keys=[], environ=environ)
 
     default = build()
-    assert (default.refresh_cron, default.cleanup_cron, default.ingest_max_lag) == (
-        "*/15 * * * *", "0 6 * * *", timedelta(minutes=30))
+    assert (default.refresh_cron, default.cleanup_cron, default.ingest_max_lag, default.prune_cron) == (
+        "*/15 * * * *", "0 6 * * *", timedelta(minutes=30), "30 5 * * *")
+    assert build(**{PRUNE_CRON_ENV: "0 2 * * 0"}).prune_cron == "0 2 * * 0"
+    with pytest.raises(ValueError, match=PRUNE_CRON_ENV):
+        build(**{PRUNE_CRON_ENV: "daily"})
     hourly = build(**{REFRESH_CRON_ENV: "0 * * * *", CLEANUP_CRON_ENV: "30 5 * * 1"})
     assert (hourly.ingest_max_lag, hourly.cleanup_cron) == (timedelta(hours=2), "30 5 * * 1")
     assert build(**{INGEST_MAX_LAG_ENV: "45"}).ingest_max_lag == timedelta(minutes=45)
