@@ -94,6 +94,14 @@ KEY_NUMBERS: dict[str, Callable[[Lake], dict]] = {
     "unconsumed_messages": unconsumed_messages_numbers,
 }
 
+# The tables each model's key numbers read (offsets_platform.attention's queries): a refresh
+# materializes the model once all of them are written.
+KEY_NUMBER_INPUTS: dict[str, set[str]] = {
+    "group_state": {"group_state"},
+    "expirable_offsets": {"expirable_offsets", "consumer_lag"},
+    "unconsumed_messages": {"unconsumed_messages", "retention_forecast", "expirable_offsets"},
+}
+
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence], empty: str, max_rows: int = MAX_ROWS) -> str:
     """A Markdown table of the first `max_rows` rows (a line counts the rest); `empty` when no rows."""

@@ -21,7 +21,7 @@ from dagster import (AssetCheckSpec, AssetExecutionContext, AssetKey, AssetsDefi
                      TableSchema, multi_asset)
 from pydantic import Field, PrivateAttr
 
-from assets.key_numbers import key_numbers
+from assets.key_numbers import KEY_NUMBER_INPUTS, key_numbers
 from assets.quality import CHECK_NAME, check_result, suite_description
 from assets.resources import LakeResource, SparkResource
 from assets.table_specs import table_metadata
@@ -84,12 +84,36 @@ def model_assets(project: ModelProject) -> AssetsDefinition:
             context.log.info(results[run.model].summary())
             return not results[run.model].failed_errors
 
+        # A table's materialization carries its key numbers, which read other models' tables too
+        # (losses leave out the offsets expirable_offsets calls abandoned): it waits until those
+        # are written in this step, so that the UI gives the answer the command line and the
+        # report give of the same tables. Dagster wants a multi-asset's outputs in the order of
+        # their dependencies, so the models downstream of a waiting one wait too.
+        in_step = set(selected)
+        ended: set[str] = set()  # ran or blocked in this step
+        shown: set[str] = set()  # materialized, or blocked (never materialized)
+        waiting: list[tuple[ModelRun, Optional[SuiteResult]]] = []
+
+        def ready(run: ModelRun) -> bool:
+            return (set(project.model(run.model).refs) & in_step <= shown
+                    and KEY_NUMBER_INPUTS.get(run.model, set()) & in_step <= ended)
+
+        def release():
+            while (run_and_result := next((item for item in waiting if ready(item[0])), None)) is not None:
+                waiting.remove(run_and_result)
+                run, result = run_and_result
+                shown.add(run.model)
+                yield _materialization(the_lake, run)
+                if result is not None:
+                    yield check_result(result, asset_key=run.model)
+
         for run in runner.iter_runs(select=selected, gate=validated):
+            ended.add(run.model)
             if run.mode == "blocked":
-                continue  # not materialized: Dagster shows it skipped
-            yield _materialization(the_lake, run)
-            if run.model in results:
-                yield check_result(results.pop(run.model), asset_key=run.model)
+                shown.add(run.model)  # not materialized: Dagster shows it skipped
+            else:
+                waiting.append((run, results.pop(run.model, None)))
+            yield from release()
         # checks selected without their model: the table as it is
         for name in sorted(to_check - set(selected)):
             result = validate_table(the_lake, spark.session, name, specs[name])

@@ -22,6 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from offsets_platform import attention
 from offsets_platform.lake import Lake
 
 # One colour per group state, the same in every figure and notebook.
@@ -49,14 +50,21 @@ MAX_LOSS_SERIES = 20  # retention losses: the group-topic pairs that lost most; 
 MAX_FORECAST_BARS = 50  # retention forecast: the partitions due soonest
 
 
-def read_table(lake: Lake, name: str, columns: list[str]) -> pd.DataFrame:
+def read_table(lake: Lake, name: str, columns: list[str], with_abandoned: bool = True) -> pd.DataFrame:
     """The table's columns as pandas, timestamps as naive UTC; empty if the table does not exist
-    (a figure of a model that has not run says "no data").
+    (a figure of a model that has not run says "no data"). With `with_abandoned` False, the rows of
+    offsets their group abandoned are left out, as the command line, the metrics' lag and the
+    alerts leave them out (offsets_platform.attention).
 
     Timestamps lose their (always UTC) zone because plotly.js does not read zone offsets; the
     axes say UTC instead.
     """
-    frame = lake.read_arrow(name, columns=columns).to_pandas()
+    if with_abandoned or not lake.exists(name) or not lake.exists("expirable_offsets"):
+        frame = lake.read_arrow(name, columns=columns).to_pandas()
+    else:
+        selected = ", ".join(f't."{column}"' for column in columns)
+        frame = lake.query(f"select {selected} from {name} t where {attention.NOT_ABANDONED.format(t='t')}",
+                           name, "expirable_offsets").to_pandas()
     for column in frame.columns:
         if isinstance(frame[column].dtype, pd.DatetimeTZDtype):
             frame[column] = frame[column].dt.tz_convert("UTC").dt.tz_localize(None)
@@ -114,7 +122,7 @@ def lag_heatmap_figure(lake: Lake) -> go.Figure:
     """consumer_lag's lag_messages as a group x topic-partition grid (blank: no committed offset)."""
     numbers = {"groups": 0, "partitions": 0, "total_lag_messages": 0, "max_lag_messages": 0}
     lag = read_table(lake, "consumer_lag", ["group_id", "topic", "partition_id", "lag_messages", "lag_ms",
-                                            "is_below_log_start"])
+                                            "is_below_log_start"], with_abandoned=False)
     if lag.empty:
         return no_data_figure(LAG_TITLE, numbers)
     numbers.update(groups=lag["group_id"].nunique(), partitions=len(lag[["topic", "partition_id"]].drop_duplicates()),
@@ -154,9 +162,10 @@ def retention_figure(lake: Lake) -> go.Figure:
     Bottom: for every group and partition still behind, hours until retention deletes what it
     has not read (retention_forecast; negative: due already)."""
     numbers = {"messages_lost": 0, "groups_losing": 0, "partitions_at_risk": 0, "at_risk_within_24h": 0}
-    lost = read_table(lake, "unconsumed_messages", ["group_id", "topic", "partition_id", "observed_at", "count_lost"])
+    lost = read_table(lake, "unconsumed_messages", ["group_id", "topic", "partition_id", "observed_at", "count_lost"],
+                      with_abandoned=False)
     forecast = read_table(lake, "retention_forecast", ["group_id", "topic", "partition_id", "unread_in_log",
-                                                       "hours_left", "deletion_expected_at"])
+                                                       "hours_left", "deletion_expected_at"], with_abandoned=False)
     if lost.empty and forecast.empty:
         return no_data_figure(RETENTION_TITLE, numbers)
     forecast = forecast.dropna(subset=["hours_left"])

@@ -9,6 +9,7 @@ from collections import defaultdict
 from offsets_platform import attention
 from offsets_platform.alerts import messages_at_risk
 from offsets_platform.metrics import exposition
+from offsets_platform.report.figures import lag_heatmap_figure, retention_figure
 from offsets_platform.views.from_lake import describe_group, list_groups, lost
 from tests.metrics.helpers import samples
 
@@ -71,3 +72,16 @@ def test_the_messages_at_risk_alerts_are_the_reports_at_risk_messages_of_groups_
                 not_catching_up[partition[:2]] += row["unread_in_log"]
     assert dict(due) == reported
     assert alerted == dict(not_catching_up)
+
+
+def test_the_reports_figures_count_lag_and_losses_as_the_command_line_does(demo_lake):
+    # The demo's search group changed its subscription: the offsets it left behind lag and lose
+    # messages that are no loss of its own, and every surface leaves them out alike.
+    abandoned = [r for r in demo_lake.read_arrow("expirable_offsets").to_pylist() if r["is_abandoned"]]
+    assert abandoned, "the demo leaves offsets behind: without them this test would prove nothing"
+    lag = lag_heatmap_figure(demo_lake).layout.meta
+    assert lag["total_lag_messages"] == sum(row["lag_messages"] for row in attention.lag_by_group(demo_lake))
+    retention = retention_figure(demo_lake).layout.meta
+    losses = lost(demo_lake)
+    assert retention["messages_lost"] == sum(row["messages_lost"] for row in losses) > 0
+    assert retention["groups_losing"] == len({row["group"] for row in losses})

@@ -18,14 +18,17 @@ import pytest
 from dagster import AssetKey, DagsterInstance, MarkdownMetadataValue
 
 from assets.definitions import defs
-from assets.key_numbers import (KEY_NUMBERS, expirable_offsets_numbers, group_state_numbers, key_numbers,
+from assets.key_numbers import (KEY_NUMBER_INPUTS, KEY_NUMBERS, expirable_offsets_numbers, group_state_numbers, key_numbers,
                                 markdown_table, unconsumed_messages_numbers)
 from offsets_platform.lake import Lake
-from offsets_platform.models.project import lake_for_models
+from offsets_platform.models.project import default_project, lake_for_models
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import run_models
 
 AS_OF = at(days=10)
+# `switched` reads on, but only `orders`: it left its offset on `events` behind (abandoned), so
+# what retention deleted past it is no loss of its own
+SWITCHED = {"group": "switched", "state": "Stable", "protocol_type": "consumer", "protocol": "range", "member_count": 1}
 SNAPSHOTS = [(at(days=9), 0, 100, 40, 100), (at(days=9, minutes=10), 60, 200, 40, 200),
              (at(days=9, minutes=20), 150, 300, 40, 300)]
 
@@ -51,8 +54,10 @@ def lake(spark, tmp_path_factory) -> Lake:
         b.snapshot(when, topics=[{"topic": "events", "retention_ms": 3_600_000, "retention_bytes": -1,
                                   "cleanup_policy": "delete"}],
                    logs=[{"topic": "events", "partition": 0, "log_start_offset": start, "log_end_offset": end}],
+                   groups=[SWITCHED],
+                   members=[{"group": "switched", "member_id": "m1", "subscribed_topics": ["orders"]}],
                    offsets=[{"group": g, "topic": "events", "partition": 0, "committed_offset": o}
-                            for g, o in (("slow", slow), ("fast", fast))])
+                            for g, o in (("slow", slow), ("fast", fast), ("switched", slow))])
     the_lake = lake_for_models(tmp_path_factory.mktemp("key_numbers") / "lake")
     b.write(the_lake)
     run_models(spark, the_lake, AS_OF)
@@ -61,23 +66,25 @@ def lake(spark, tmp_path_factory) -> Lake:
 
 def test_groups_by_state(lake):
     numbers = group_state_numbers(lake)
-    # soon, later, expired + the snapshot-only slow and fast are Empty; stable; gone is Dead.
+    # soon, later, expired + the snapshot-only slow and fast are Empty; stable, switched; gone is Dead.
     assert {k: numbers[k] for k in ("groups", "groups_stable", "groups_empty", "groups_dead")} == {
-        "groups": 7, "groups_stable": 1, "groups_empty": 5, "groups_dead": 1}
+        "groups": 8, "groups_stable": 2, "groups_empty": 5, "groups_dead": 1}
     table = numbers["groups_by_state"]
     assert isinstance(table, MarkdownMetadataValue)
     lines = table.value.splitlines()
     assert lines[0] == "| state | groups | consumer | standalone | KIP-848 consumer | other protocol |"
-    assert lines[2:] == ["| Empty | 5 | 3 | 2 | 0 | 0 |", "| Dead | 1 | 0 | 0 | 0 | 0 |",
-                         "| Stable | 1 | 1 | 0 | 0 | 0 |"]
+    assert lines[2:] == ["| Empty | 5 | 3 | 2 | 0 | 0 |", "| Stable | 2 | 2 | 0 | 0 | 0 |",
+                         "| Dead | 1 | 0 | 0 | 0 | 0 |"]
 
 
 def test_offsets_expiring_within_24_hours(lake):
     numbers = expirable_offsets_numbers(lake)
     assert numbers["offsets_expiring_within_24h"] == 2
     assert numbers["offsets_expired_now"] == 1
-    # soon (2), later, expired, and the standalone slow and fast; stable's is not eligible.
-    assert numbers["offsets_eligible_for_expiration"] == 6
+    # soon (2), later, expired, the standalone slow and fast, and the offset switched left behind;
+    # stable's is not eligible.
+    assert numbers["offsets_eligible_for_expiration"] == 7
+    assert numbers["abandoned_offsets"] == 1
     assert numbers["expiring_within_24h"].value.splitlines()[2:] == [
         "| expired | orders | empty_group | 1 | 1 | 2026-01-09 00:00 UTC | due now |",
         "| soon | orders | empty_group | 2 | 0 | 2026-01-11 12:00 UTC | 12.0 |"]
@@ -94,7 +101,7 @@ def test_messages_lost_to_retention(lake):
 
 
 def test_only_the_three_models_have_key_numbers_and_a_missing_table_has_none(lake, tmp_path):
-    assert set(KEY_NUMBERS) == {"group_state", "expirable_offsets", "unconsumed_messages"}
+    assert set(KEY_NUMBERS) == set(KEY_NUMBER_INPUTS) == {"group_state", "expirable_offsets", "unconsumed_messages"}
     assert key_numbers(lake, "consumer_lag") == {}
     assert key_numbers(lake_for_models(tmp_path / "empty"), "group_state") == {}
     assert key_numbers(lake, "unconsumed_messages") == unconsumed_messages_numbers(lake)
@@ -122,9 +129,13 @@ def test_markdown_tables_escape_cells_and_count_what_they_leave_out():
 
 
 def test_the_model_assets_put_their_key_numbers_on_the_materialization(lake, tmp_path):
-    # On a copy: Dagster's run evaluates the rules "now", not on day 10.
-    copy = lake_for_models(shutil.copytree(lake.root, tmp_path / "lake"))
-    keys = {AssetKey(name) for name in KEY_NUMBERS}
+    # On a copy of the bronze tables alone: the first refresh, which Dagster's run evaluates "now",
+    # not on day 10. The key numbers are read once every model of the step is written: read as
+    # unconsumed_messages was written, before expirable_offsets, they would count what retention
+    # deleted past switched's abandoned offset as a loss of its own.
+    copy = lake_for_models(tmp_path / "lake")
+    shutil.copytree(lake.path("offset_commit_records").parent, copy.path("offset_commit_records").parent)
+    keys = {AssetKey(model.name) for model in default_project().models}
     job = defs.resolve_job_def("refresh").get_subset(asset_selection=keys, asset_check_selection=set())
     with DagsterInstance.ephemeral() as instance:
         result = job.execute_in_process(instance=instance, run_config={
