@@ -21,11 +21,17 @@ from offsets_platform.models import default_project
 
 project = default_project()
 
+# `offsets-platform prune` and the prune job write the counts of the commit records they remove,
+# which a full refresh of offset_commit_counts reads (offsets_platform.models.pruning); a refresh
+# observes its row count.
+pruned_counts_spec = table_asset_spec("pruned_offset_commit_counts", "bronze", set())
+
 # One job refreshes everything; the in-process executor lets one SparkSession serve a run.
 refresh_job = define_asset_job(
     "refresh",
-    # Every asset, and the observation of the cleanup tables' row counts (defined below).
-    selection=AssetSelection.all() | AssetSelection.assets(*(spec.key for spec in cleanup_record_tables)),
+    # Every asset, and the observation of the row counts of the tables other jobs write (defined below).
+    selection=AssetSelection.all() | AssetSelection.assets(*(spec.key for spec in cleanup_record_tables),
+                                                           pruned_counts_spec.key),
     executor_def=in_process_executor,
     description="Ingest __consumer_offsets, snapshot the cluster, and refresh every table.",
 )
@@ -57,9 +63,6 @@ with warnings.catch_warnings():
             name = spec.key.to_user_string()
             yield ObserveResult(asset_key=spec.key, metadata=table_metadata(the_lake, name))
 
-    # `offsets-platform prune` writes the counts of the commit records it removes, which a full
-    # refresh of offset_commit_counts reads (offsets_platform.models.pruning)
-    pruned_counts_spec = table_asset_spec("pruned_offset_commit_counts", "bronze", set())
 
     @multi_observable_source_asset(specs=[pruned_counts_spec], required_resource_keys={"lake"},
                                    description="Row count of the table `offsets-platform prune` writes.")

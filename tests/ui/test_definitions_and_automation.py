@@ -27,7 +27,8 @@ SCHEDULES = {"refresh_schedule": (automation.refresh_cron, "refresh"),
              "cleanup_plan_schedule": (automation.cleanup_cron, "plan_cleanup"),
              "prune_schedule": (automation.prune_cron, "prune")}
 GRAPH = defs.resolve_asset_graph()
-BRONZE = {key for key in GRAPH.get_all_asset_keys() if GRAPH.get(key).group_name == "bronze"}
+# what ingest and the snapshots write (pruned_offset_commit_counts, bronze too, is the prune's)
+BRONZE = {key for definition in (offsets_topic_bronze, cluster_snapshot) for key in definition.keys}
 
 
 def automation_running() -> bool:
