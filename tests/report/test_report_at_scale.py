@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from offsets_platform.attention import NOT_ABANDONED
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.models.runner import ModelRunner
 from offsets_platform.report import key_numbers
@@ -35,6 +36,10 @@ def large(spark, tmp_path_factory):
 
 def one(lake, sql: str, *tables: str):
     return lake.query(sql, *tables).to_pylist()[0]["n"]
+
+
+# what the figures leave out, as the command line does: the offsets a group abandoned
+NOT_LEFT_BEHIND = NOT_ABANDONED.format(t="t")
 
 
 def test_the_lake_has_a_large_clusters_shape(large):
@@ -63,17 +68,20 @@ def test_the_state_timeline_draws_the_groups_whose_state_changed_last(large):
 def test_the_lag_heatmap_draws_the_groups_with_most_lag_per_topic(large):
     figure = lag_heatmap_figure(large)
     (heatmap,) = figure.data
-    top = large.query('select group_id, sum(lag_messages) as lag from consumer_lag group by group_id '
-                      f'order by lag desc, group_id limit {MAX_HEATMAP_GROUPS}', "consumer_lag").to_pylist()
+    top = large.query(f'select group_id, sum(lag_messages) as lag from consumer_lag t where {NOT_LEFT_BEHIND} '
+                      f'group by group_id order by lag desc, group_id limit {MAX_HEATMAP_GROUPS}',
+                      "consumer_lag", "expirable_offsets").to_pylist()
     assert list(heatmap.y) == [row["group_id"] for row in top], "the most lag first"
     assert len(heatmap.x) <= MAX_HEATMAP_COLUMNS and "partitions' lag summed" in figure.layout.xaxis.title.text
-    total = one(large, "select sum(lag_messages) as n from consumer_lag", "consumer_lag")
+    total = one(large, f"select sum(lag_messages) as n from consumer_lag t where {NOT_LEFT_BEHIND}",
+                "consumer_lag", "expirable_offsets")
     assert key_numbers(figure)["total_lag_messages"] == total, "the numbers count every row, not the drawn ones"
     # a cell is the lag of the group on the topic's partitions, summed
     group, topic = heatmap.y[0], heatmap.x[0]
     cell = heatmap.z[0][0]
-    expected = large.query(f"""select sum(lag_messages) as n from consumer_lag
-                               where group_id = '{group}' and topic = '{topic}'""", "consumer_lag").to_pylist()[0]["n"]
+    expected = large.query(f"""select sum(lag_messages) as n from consumer_lag t
+                               where group_id = '{group}' and topic = '{topic}' and {NOT_LEFT_BEHIND}""",
+                           "consumer_lag", "expirable_offsets").to_pylist()[0]["n"]
     assert cell == expected
 
 
@@ -81,14 +89,16 @@ def test_the_retention_figure_draws_the_partitions_due_soonest_and_the_biggest_l
     figure = retention_figure(large)
     (forecast,) = [trace for trace in figure.data if trace.name == "forecast"]
     hours = sorted(row["h"] for row in large.query(
-        "select hours_left as h from retention_forecast where hours_left is not null", "retention_forecast")
+        f"select hours_left as h from retention_forecast t where hours_left is not null and {NOT_LEFT_BEHIND}",
+        "retention_forecast", "expirable_offsets")
         .to_pylist())
     assert list(forecast.x) == pytest.approx(hours[:MAX_FORECAST_BARS])
     assert f"the {MAX_FORECAST_BARS} of {len(hours):,} due soonest" in figure.layout.yaxis2.title.text
     losses = [trace for trace in figure.data if trace.name != "forecast"]
     assert len(losses) <= MAX_LOSS_SERIES + 1
     assert sum(sum(trace.y) for trace in losses) == key_numbers(figure)["messages_lost"] \
-        == one(large, "select sum(count_lost) as n from unconsumed_messages", "unconsumed_messages")
+        == one(large, f"select sum(count_lost) as n from unconsumed_messages t where {NOT_LEFT_BEHIND}",
+               "unconsumed_messages", "expirable_offsets")
 
 
 def test_the_report_stays_small_and_every_table_says_how_many_more(large, tmp_path):
