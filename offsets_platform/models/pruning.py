@@ -112,10 +112,12 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     if dry_run:
         return PruneResult(cutoff=cutoff, records_before=records_before, removed=removable, kept=kept,
                            commits_counted=commits_counted, dry_run=True)
-    # counted before they leave: a prune that dies between the two commits leaves counts that a
-    # full refresh reads in place of the records below counted_below_offset, removed or not
+    # Counted before they leave: a prune that dies between the two commits leaves counts that a
+    # full refresh reads in place of the records below counted_below_offset, removed or not. Each
+    # prune counts from where the last count stopped, so its rows are new keys: an append, which
+    # offset_commit_counts' incremental runs read past (a rewrite would make their next run full).
     if counts.num_rows:
-        lake.merge(COUNTS_TABLE, counts)
+        lake.append(COUNTS_TABLE, counts)
     emit(f"counted {commits_counted:,} commit records per minute into {COUNTS_TABLE}")
     removed = 0
     if removable:

@@ -106,6 +106,9 @@ def test_the_models_answer_the_same_after_a_prune_incrementally_and_in_full(spar
     assert again["cutoff"] == at(hours=6).isoformat() and again["records_removed"] > 0
     assert again["commits_counted"] == sum(1 for part in (first, second) for row in part.rows[PRUNED_TABLE]
                                            if not row["tombstone"] and at(hours=4) <= row["source_timestamp"] < at(hours=6))
+    runs = {run.model: run.mode for run in runner.run_all()}
+    assert runs["offset_commit_counts"] == "incremental"  # the counts were appended, the records pruned
+    assert model_differences(pruned.root, unpruned.root) == []
     runner.run_all(full_refresh=True)
     assert model_differences(pruned.root, unpruned.root) == []
 
