@@ -9,7 +9,7 @@ prune's. The generated history has no snapshots, so only the key, tombstone and 
 rules keep records.
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/pruning_bench.py --cycles 6 --records 200000 \\
-        --out /tmp/bench/pruning.json
+        --out pruning.json
 """
 
 from __future__ import annotations
