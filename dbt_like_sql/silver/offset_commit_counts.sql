@@ -19,13 +19,7 @@
     group by source_partition, floor(unix_seconds(committed_at) / 60)
 {% else %}
     with pruned as (
-        select
-            source_partition,
-            first_source_offset,
-            minute_start_at,
-            count_offset_commits,
-            counted_below_offset
-        from {{ ref('stg_kafka__pruned_offset_commit_counts') }}
+        select * from {{ ref('stg_kafka__pruned_offset_commit_counts') }}
     ),
 
     counted_below as (
