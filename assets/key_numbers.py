@@ -19,6 +19,8 @@ from offsets_platform.lake import Lake
 
 # Rows shown in a Markdown table; the rest are counted in a last line.
 MAX_ROWS = 20
+# Rows of a "top groups" table.
+TOP_ROWS = 10
 
 _CLASSIFICATIONS = (("consumer", "consumer"), ("standalone", "standalone"), ("kip848_consumer", "KIP-848 consumer"),
                     ("other_protocol", "other protocol"))
@@ -88,8 +90,46 @@ def unconsumed_messages_numbers(lake: Lake) -> dict:
     }
 
 
+def consumer_lag_numbers(lake: Lake) -> dict:
+    """Lag in messages and in time, in all and for the groups furthest behind each way (abandoned
+    offsets left out, as everywhere a lag is shown)."""
+    by_messages = attention.lag_by_group(lake)
+    by_time = sorted((row for row in by_messages if row["lag_ms"] is not None), key=lambda row: -row["lag_ms"])
+
+    def top(rows: list[dict]) -> MetadataValue:
+        return MetadataValue.md(markdown_table(
+            ["group", "lag (messages)", "oldest unread message"],
+            [[row["group"], f"{row['lag_messages']:,}", _age(row["lag_ms"])] for row in rows],
+            empty="No group lags.", max_rows=TOP_ROWS))
+
+    return {
+        "lag_messages": sum(row["lag_messages"] for row in by_messages),
+        "groups_lagging": len(by_messages),
+        "max_lag_seconds": by_time[0]["lag_ms"] / 1000 if by_time else 0.0,
+        "top_groups_by_lag": top(by_messages),
+        "top_groups_by_time_behind": top(by_time),
+    }
+
+
+def consumer_status_numbers(lake: Lake) -> dict:
+    """Groups by Burrow's status, and the groups that are not OK with their partitions' statuses."""
+    groups = attention.groups_by_status(lake)
+    counts = {status: sum(1 for group in groups if group["status"] == status) for status in attention.GROUP_STATUSES}
+    not_ok = [[group["group"], group["status"], group["partitions"],
+               ", ".join(f"{status} {count}" for status, count in sorted(group["partition_statuses"].items()))]
+              for group in groups if group["status"] != "OK"]
+    return {
+        **{f"groups_{status.lower()}": count for status, count in counts.items()},
+        "groups_not_ok": MetadataValue.md(markdown_table(
+            ["group", "status", "partitions", "partitions by status"], not_ok,
+            empty="Every group judged is OK." if groups else "No group judged yet (consumer_status is empty).")),
+    }
+
+
 KEY_NUMBERS: dict[str, Callable[[Lake], dict]] = {
     "group_state": group_state_numbers,
+    "consumer_lag": consumer_lag_numbers,
+    "consumer_status": consumer_status_numbers,
     "expirable_offsets": expirable_offsets_numbers,
     "unconsumed_messages": unconsumed_messages_numbers,
 }
@@ -98,6 +138,8 @@ KEY_NUMBERS: dict[str, Callable[[Lake], dict]] = {
 # materializes the model once all of them are written.
 KEY_NUMBER_INPUTS: dict[str, set[str]] = {
     "group_state": {"group_state"},
+    "consumer_lag": {"consumer_lag", "expirable_offsets"},
+    "consumer_status": {"consumer_status"},
     "expirable_offsets": {"expirable_offsets", "consumer_lag"},
     "unconsumed_messages": {"unconsumed_messages", "retention_forecast", "expirable_offsets"},
 }
@@ -123,6 +165,17 @@ def _cell(value) -> str:
 def _hours_left(hours: float) -> str:
     # An offset already due expires at Kafka's next retention check, not "-48 hours" from now.
     return "due now" if hours <= 0 else f"{hours:.1f}"
+
+
+def _age(milliseconds: int | None) -> str:
+    """A duration as a person reads it: 42.0 s, 12.5 min, 3.2 h, 2.1 d ("" when unknown)."""
+    if milliseconds is None:
+        return ""
+    seconds = milliseconds / 1000
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.1f} s"
 
 
 def _time(value: datetime | None) -> str:

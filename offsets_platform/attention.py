@@ -107,6 +107,26 @@ def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
                        """, "consumer_lag", "expirable_offsets").to_pylist()
 
 
+# Burrow's group statuses, worst first: the order a person reads a list of groups in.
+GROUP_STATUSES = ("ERR", "WARN", "INCOMPLETE", "OK")
+
+
+def groups_by_status(lake: Lake) -> list[dict]:
+    """Per group consumer_status judged: [{group, status, partitions, partition_statuses}], the
+    group's status (Burrow's, its worst partition's) and how many of its partitions are in each
+    status ({"STALL": 2, "OK": 1}); worst first, then by name."""
+    rows = lake.query("""select group_id, group_status, status, count(*) as partitions from consumer_status
+                         group by group_id, group_status, status""", "consumer_status").to_pylist()
+    groups: dict[str, dict] = {}
+    for row in rows:
+        group = groups.setdefault(row["group_id"], {"group": row["group_id"], "status": row["group_status"],
+                                                    "partitions": 0, "partition_statuses": {}})
+        group["partitions"] += row["partitions"]
+        group["partition_statuses"][row["status"]] = row["partitions"]
+    rank = {status: position for position, status in enumerate(GROUP_STATUSES)}
+    return sorted(groups.values(), key=lambda group: (rank.get(group["status"], len(rank)), group["group"]))
+
+
 def abandoned_offsets(lake: Lake) -> list[dict]:
     """Per group and topic, the offsets the group left behind: partitions, their lag, and the first
     time Kafka expires one (by the unsubscribed-topic rule). Most partitions first."""

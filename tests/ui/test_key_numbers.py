@@ -8,18 +8,23 @@ Retention of offsets is Kafka's default (7 days); the models run "now" = day 10:
 - three snapshots of topic `events` move its log start 0 -> 60 -> 150 while `slow` stays at 40:
   retention deleted [40, 60) and [60, 150) before `slow` consumed them, 110 messages; `fast` keeps up.
   Both are known only from the snapshots' committed offsets (standalone, Empty).
+- `stuck` (standalone) commits offset 5 of topic `audit` three times, ten minutes apart, just before
+  each snapshot, while the snapshots see `audit`'s log end at 50: 45 messages behind since before
+  the first snapshot (20 minutes at least), silent for almost a day: STOP.
 """
 
 from __future__ import annotations
 
 import shutil
+from datetime import timedelta
 
 import pytest
 from dagster import AssetKey, DagsterInstance, MarkdownMetadataValue
 
 from assets.definitions import defs
-from assets.key_numbers import (KEY_NUMBER_INPUTS, KEY_NUMBERS, expirable_offsets_numbers, group_state_numbers, key_numbers,
-                                markdown_table, unconsumed_messages_numbers)
+from assets.key_numbers import (KEY_NUMBER_INPUTS, KEY_NUMBERS, consumer_lag_numbers, consumer_status_numbers,
+                                expirable_offsets_numbers, group_state_numbers, key_numbers, markdown_table,
+                                unconsumed_messages_numbers)
 from offsets_platform.lake import Lake
 from offsets_platform.models.project import default_project, lake_for_models
 from tests.models.bronze_builder import BronzeBuilder, at
@@ -51,9 +56,11 @@ def lake(spark, tmp_path_factory) -> Lake:
     b.group_record("gone", at(hours=1), members={})
     b.group_tombstone("gone", at(hours=2))
     for when, start, end, slow, fast in SNAPSHOTS:
-        b.snapshot(when, topics=[{"topic": "events", "retention_ms": 3_600_000, "retention_bytes": -1,
-                                  "cleanup_policy": "delete"}],
-                   logs=[{"topic": "events", "partition": 0, "log_start_offset": start, "log_end_offset": end}],
+        b.commit("stuck", "audit", 0, 5, when - timedelta(minutes=1))
+        b.snapshot(when, topics=[{"topic": topic, "retention_ms": 3_600_000, "retention_bytes": -1,
+                                  "cleanup_policy": "delete"} for topic in ("events", "audit")],
+                   logs=[{"topic": "events", "partition": 0, "log_start_offset": start, "log_end_offset": end},
+                         {"topic": "audit", "partition": 0, "log_start_offset": 0, "log_end_offset": 50}],
                    groups=[SWITCHED],
                    members=[{"group": "switched", "member_id": "m1", "subscribed_topics": ["orders"]}],
                    offsets=[{"group": g, "topic": "events", "partition": 0, "committed_offset": o}
@@ -66,14 +73,14 @@ def lake(spark, tmp_path_factory) -> Lake:
 
 def test_groups_by_state(lake):
     numbers = group_state_numbers(lake)
-    # soon, later, expired + the snapshot-only slow and fast are Empty; stable, switched; gone is Dead.
+    # soon, later, expired + the standalone slow, fast and stuck are Empty; stable, switched; gone is Dead.
     assert {k: numbers[k] for k in ("groups", "groups_stable", "groups_empty", "groups_dead")} == {
-        "groups": 8, "groups_stable": 2, "groups_empty": 5, "groups_dead": 1}
+        "groups": 9, "groups_stable": 2, "groups_empty": 6, "groups_dead": 1}
     table = numbers["groups_by_state"]
     assert isinstance(table, MarkdownMetadataValue)
     lines = table.value.splitlines()
     assert lines[0] == "| state | groups | consumer | standalone | KIP-848 consumer | other protocol |"
-    assert lines[2:] == ["| Empty | 5 | 3 | 2 | 0 | 0 |", "| Stable | 2 | 2 | 0 | 0 | 0 |",
+    assert lines[2:] == ["| Empty | 6 | 3 | 3 | 0 | 0 |", "| Stable | 2 | 2 | 0 | 0 | 0 |",
                          "| Dead | 1 | 0 | 0 | 0 | 0 |"]
 
 
@@ -81,9 +88,9 @@ def test_offsets_expiring_within_24_hours(lake):
     numbers = expirable_offsets_numbers(lake)
     assert numbers["offsets_expiring_within_24h"] == 2
     assert numbers["offsets_expired_now"] == 1
-    # soon (2), later, expired, the standalone slow and fast, and the offset switched left behind;
-    # stable's is not eligible.
-    assert numbers["offsets_eligible_for_expiration"] == 7
+    # soon (2), later, expired, the standalone slow, fast and stuck, and the offset switched left
+    # behind; stable's is not eligible.
+    assert numbers["offsets_eligible_for_expiration"] == 8
     assert numbers["abandoned_offsets"] == 1
     assert numbers["expiring_within_24h"].value.splitlines()[2:] == [
         "| expired | orders | empty_group | 1 | 1 | 2026-01-09 00:00 UTC | due now |",
@@ -100,9 +107,38 @@ def test_messages_lost_to_retention(lake):
     assert numbers["lost_by_group"].value.splitlines()[2:] == ["| slow | events | 1 | 110 | 110 | 2026-01-10 00:20 UTC |"]
 
 
-def test_only_the_three_models_have_key_numbers_and_a_missing_table_has_none(lake, tmp_path):
-    assert set(KEY_NUMBERS) == set(KEY_NUMBER_INPUTS) == {"group_state", "expirable_offsets", "unconsumed_messages"}
-    assert key_numbers(lake, "consumer_lag") == {}
+def test_lag_by_messages_and_by_time(lake):
+    numbers = consumer_lag_numbers(lake)
+    # slow: log end 300 - committed 40; stuck: 50 - 5; fast is caught up; switched's lag is on the
+    # topic it left (abandoned), so it is no lag of its own
+    assert (numbers["lag_messages"], numbers["groups_lagging"]) == (260 + 45, 2)
+    # stuck's oldest unread message (offset 5) was in the log at the first snapshot: at least 20
+    # minutes old at the last one. slow's (the log start, 150) was written between the snapshots
+    # that saw the log end at 100 and 200, at 51% of those 10 minutes: 14.9 minutes before the last.
+    assert numbers["max_lag_seconds"] == 1200.0
+    assert numbers["top_groups_by_lag"].value.splitlines() == [
+        "| group | lag (messages) | oldest unread message |", "|---|---|---|",
+        "| slow | 260 | 14.9 min |", "| stuck | 45 | 20.0 min |"]
+    assert numbers["top_groups_by_time_behind"].value.splitlines()[2:] == [
+        "| stuck | 45 | 20.0 min |", "| slow | 260 | 14.9 min |"]
+
+
+def test_groups_by_burrows_status(lake):
+    numbers = consumer_status_numbers(lake)
+    # stuck: silent for almost a day, longer than its window spans (STOP, so ERR); slow: one
+    # observation (its offset never moved in the snapshots); fast caught up; switched's only
+    # judged partition is abandoned, which leaves its status OK
+    assert {k: numbers[k] for k in ("groups_err", "groups_warn", "groups_incomplete", "groups_ok")} == {
+        "groups_err": 1, "groups_warn": 0, "groups_incomplete": 1, "groups_ok": 2}
+    assert numbers["groups_not_ok"].value.splitlines() == [
+        "| group | status | partitions | partitions by status |", "|---|---|---|---|",
+        "| stuck | ERR | 1 | STOP 1 |", "| slow | INCOMPLETE | 1 | INCOMPLETE 1 |"]
+
+
+def test_only_the_five_models_have_key_numbers_and_a_missing_table_has_none(lake, tmp_path):
+    assert set(KEY_NUMBERS) == set(KEY_NUMBER_INPUTS) == {
+        "group_state", "consumer_lag", "consumer_status", "expirable_offsets", "unconsumed_messages"}
+    assert key_numbers(lake, "committed_offsets") == {}
     assert key_numbers(lake_for_models(tmp_path / "empty"), "group_state") == {}
     assert key_numbers(lake, "unconsumed_messages") == unconsumed_messages_numbers(lake)
 
@@ -116,6 +152,12 @@ def test_empty_tables_say_so_in_words(tmp_path):
     expiring = expirable_offsets_numbers(empty)
     assert (expiring["offsets_expiring_within_24h"], expiring["offsets_expired_now"]) == (0, 0)
     assert expiring["expiring_within_24h"].value.startswith("No committed offset expires within 24 h")
+    lag = consumer_lag_numbers(empty)
+    assert (lag["lag_messages"], lag["groups_lagging"], lag["max_lag_seconds"]) == (0, 0, 0.0)
+    assert lag["top_groups_by_lag"].value == lag["top_groups_by_time_behind"].value == "No group lags."
+    statuses = consumer_status_numbers(empty)
+    assert sum(statuses[f"groups_{status}"] for status in ("err", "warn", "incomplete", "ok")) == 0
+    assert statuses["groups_not_ok"].value.startswith("No group judged yet")
     lost = unconsumed_messages_numbers(empty)
     assert (lost["messages_lost_to_retention"], lost["groups_that_lost_messages"]) == (0, 0)
     assert lost["lost_by_group"].value.startswith("Retention has not deleted")
