@@ -1,7 +1,9 @@
 """Cleanup in Dagster: the plan asset, and the approval and apply jobs a person launches.
 
-Approve and apply are jobs, not assets: a person starts them from the launchpad with a plan id,
-and each leaves its trace in the cleanup tables.
+Approve and apply are jobs, not assets: a person starts them from the launchpad, choosing the plan
+from a list (each job's partitions are the open plans), and each leaves its trace in the cleanup
+tables. The plan asset adds each plan it stores to the list; `open_cleanup_plans_sensor` adds the
+plans stored by the command line and removes those that expired or were applied whole.
 
 Who acts is the run's identity tag, never a name typed into the run config: `dagster/user`, which
 Dagster+ sets to the launching user, else `offsets_platform/user`, which an open-source instance's
@@ -21,8 +23,9 @@ without that limit.
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
 from typing import List, Optional
 
-from dagster import (AssetExecutionContext, Config, Failure, MaterializeResult, MetadataValue, OpExecutionContext,
-                     Output, asset, in_process_executor, job, op)
+from dagster import (AssetExecutionContext, Config, DefaultSensorStatus, DynamicPartitionsDefinition, Failure,
+                     MaterializeResult, MetadataValue, OpExecutionContext, Output, SensorEvaluationContext,
+                     SensorResult, SkipReason, asset, in_process_executor, job, op, sensor)
 from pydantic import Field
 
 from assets.resources import KafkaResource, LakeResource
@@ -30,11 +33,17 @@ from assets.table_specs import table_asset_spec, table_metadata
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
+from offsets_platform.cleanup.plan_list import open_plan_ids
 from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, CleanupPlan, PlanError, build_plan, facts_text, load_plan,
                                            save_plan)
 
 # Dagster's concurrency pool of the plan asset and the approve and apply ops
 CLEANUP_POOL = "cleanup"
+
+# The plans a person may approve or apply (not expired, not applied whole), one partition each:
+# the launchpad of the approve and apply jobs offers them as a list, newest first.
+OPEN_PLANS = DynamicPartitionsDefinition(name="open_cleanup_plans")
+OPEN_PLANS_SENSOR = "open_cleanup_plans_sensor"
 
 # The run tags naming who launched a run, first found wins: Dagster+ sets the first from the login.
 IDENTITY_TAGS = ("dagster/user", "offsets_platform/user")
@@ -95,6 +104,8 @@ def cleanup_plan(context: AssetExecutionContext, config: PlanConfig, lake: LakeR
                       clean_early=tuple(config.clean_early), valid_hours=config.valid_hours,
                       emit=context.log.info)
     save_plan(the_lake, plan)
+    if plan.actions:  # offered to the approve job at once, not at the sensor's next tick
+        context.instance.add_dynamic_partitions(OPEN_PLANS.name, [plan.plan_id])
     context.log.info(f"plan {plan.plan_id}: {len(plan.actions)} actions, expires {plan.expires_at:%Y-%m-%d %H:%M} UTC"
                      if plan.actions else "nothing to clean up: no plan stored")
     return MaterializeResult(metadata={
@@ -107,22 +118,31 @@ def cleanup_plan(context: AssetExecutionContext, config: PlanConfig, lake: LakeR
     })
 
 
+def chosen_plan_id(context: OpExecutionContext) -> str:
+    """The plan the run was launched for: its partition, chosen from the open plans."""
+    if not context.has_partition_key:
+        raise Failure(description="choose the plan: launch this job with one of its partitions (the open cleanup "
+                                  "plans, newest first; `offsets-platform plans` lists them too)",
+                      allow_retries=False)
+    return context.partition_key
+
+
 class ApproveConfig(Config):
-    plan_id: str = Field(description="the plan to approve; its actions and the facts each rests on are in the "
-                                     "metadata (\"actions\") of the cleanup_plans materialization that proposed it, "
-                                     "and this run logs them before recording the approval")
     comment: Optional[str] = Field(default=None, description="why, recorded with the approval; who approves is the "
                                                              "run's tag dagster/user or offsets_platform/user")
     action_ids: List[str] = Field(default=[], description="approve only these actions; empty = the whole plan")
 
 
 @op(description="Show a cleanup plan's actions and facts, then record the approval (of the whole plan or some "
-                "actions) by the run's identity tag: dagster/user, else offsets_platform/user.",
+                "actions) by the run's identity tag: dagster/user, else offsets_platform/user. The plan is the run's "
+                "partition; its actions and facts are also in the metadata (\"actions\") of the cleanup_plans "
+                "materialization that proposed it.",
     pool=CLEANUP_POOL)
 def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeResource) -> Output:
     the_lake = lake.lake()
+    plan_id = chosen_plan_id(context)
     try:
-        plan = load_plan(the_lake, config.plan_id)
+        plan = load_plan(the_lake, plan_id)
     except PlanError as error:
         raise Failure(description=str(error), allow_retries=False) from error
     facts = plan_markdown(plan, config.action_ids)
@@ -139,11 +159,11 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
                                   f"(Dagster+ sets {IDENTITY_TAGS[0]} itself); the approver is never taken from config",
                       allow_retries=False)
     try:
-        approval = approve(the_lake, config.plan_id, approver, action_ids=config.action_ids or None,
+        approval = approve(the_lake, plan_id, approver, action_ids=config.action_ids or None,
                            comment=config.comment)
     except PlanError as error:  # the reason alone, not a stack trace, heads the failed run
         raise Failure(description=str(error), allow_retries=False) from error
-    context.log.info(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {config.plan_id}")
+    context.log.info(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {plan_id}")
     return Output(None, metadata={
         "plan_id": plan.plan_id,
         "plan_created_by": plan.created_by,
@@ -154,7 +174,6 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
 
 
 class ApplyConfig(Config):
-    plan_id: str = Field(description="the approved plan to apply")
     dry_run: bool = Field(default=False, description="only show and audit what would be sent")
 
 
@@ -162,27 +181,44 @@ class ApplyConfig(Config):
     pool=CLEANUP_POOL)
 def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka: KafkaResource,
                         lake: LakeResource) -> None:
+    plan_id = chosen_plan_id(context)
     try:
-        result = apply_plan(lake.lake(), kafka.connection(), config.plan_id, dry_run=config.dry_run,
+        result = apply_plan(lake.lake(), kafka.connection(), plan_id, dry_run=config.dry_run,
                             requested_by=run_identity_or_id(context),
                             emit=context.log.info)
     except PlanError as error:  # the reason alone heads the failed run: unknown, expired, not (validly) approved
         raise Failure(description=str(error), allow_retries=False) from error
-    context.log.info(f"plan {config.plan_id}: {result.count('deleted')} deleted, {result.count('skipped')} skipped, "
+    context.log.info(f"plan {plan_id}: {result.count('deleted')} deleted, {result.count('skipped')} skipped, "
                      f"{result.count('failed')} failed, {result.count('dry_run')} shown (dry run)")
     if result.failed:
-        raise RuntimeError(f"plan {config.plan_id}: Kafka answered {result.refused} actions with an error; "
+        raise RuntimeError(f"plan {plan_id}: Kafka answered {result.refused} actions with an error; "
                            "see cleanup_audit")
 
 
-@job(executor_def=in_process_executor,
-     description="Approve a cleanup plan: give its id, and launch with the tag offsets_platform/user=YOUR_NAME "
-                 "(Dagster+ sets dagster/user). The run shows the plan's actions and facts first; they are also "
-                 "in the cleanup_plans asset's latest materialization.")
+@job(executor_def=in_process_executor, partitions_def=OPEN_PLANS,
+     description="Approve a cleanup plan: choose it among the partitions (the open plans), and launch with the tag "
+                 "offsets_platform/user=YOUR_NAME (Dagster+ sets dagster/user). The run shows the plan's actions and "
+                 "facts first; they are also in the cleanup_plans asset's latest materialization.")
 def approve_cleanup():
     approve_plan()
 
 
-@job(executor_def=in_process_executor, description="Apply the approved actions of a cleanup plan.")
+@job(executor_def=in_process_executor, partitions_def=OPEN_PLANS,
+     description="Apply the approved actions of a cleanup plan: choose it among the partitions (the open plans).")
 def apply_cleanup():
     apply_approved_plan()
+
+
+@sensor(name=OPEN_PLANS_SENSOR, minimum_interval_seconds=60, default_status=DefaultSensorStatus.RUNNING,
+        description="Keeps the list of plans the approve and apply jobs offer equal to the open plans in the lake: "
+                    "adds those the command line stored, removes those that expired or were applied whole. It "
+                    "reads the lake only (no broker, no Spark), so it runs by default.")
+def open_cleanup_plans_sensor(context: SensorEvaluationContext, lake: LakeResource):
+    open_now = open_plan_ids(lake.lake())
+    listed = set(context.instance.get_dynamic_partitions(OPEN_PLANS.name))
+    added, removed = [p for p in open_now if p not in listed], sorted(listed - set(open_now))
+    if not added and not removed:
+        return SkipReason(f"the {len(open_now)} open plans are listed")
+    return SensorResult(dynamic_partitions_requests=[
+        *([OPEN_PLANS.build_add_request(added)] if added else []),
+        *([OPEN_PLANS.build_delete_request(removed)] if removed else [])])

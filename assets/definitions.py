@@ -9,7 +9,7 @@ from dagster import (AssetExecutionContext, AssetSelection, BetaWarning, Definit
 from assets.alerts import build_alerts
 from assets.automation import build_automation
 from assets.bronze import offsets_topic_bronze
-from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables
+from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables, open_cleanup_plans_sensor
 from assets.maintenance import prune_job
 from assets.models import ModelsResource, model_assets
 from assets.quality import expectation_checks
@@ -90,7 +90,7 @@ defs = Definitions(
     asset_checks=[*expectation_checks(project), *automation.asset_checks],
     jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup, prune_job, *automation.jobs, alert_job],
     schedules=automation.schedules,
-    sensors=[*automation.sensors, alerts_sensor],
+    sensors=[*automation.sensors, alerts_sensor, open_cleanup_plans_sensor],
     resources={
         "kafka": KafkaResource(),
         "lake": LakeResource(),

@@ -15,7 +15,7 @@ from offsets_platform.cleanup.approvals import AUDIT, approved_actions, self_app
 from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SKIPPED
 from offsets_platform.cleanup.plans import PLANS, load_plan
 from offsets_platform.lake import Lake
-from offsets_platform.lake.sql_literals import lake_string
+from offsets_platform.lake.sql_literals import lake_string, lake_timestamp
 
 APPLIED, EXPIRED, APPROVED, AWAITING_APPROVAL = "applied", "expired", "approved", "awaiting approval"
 
@@ -46,6 +46,18 @@ def plan_summaries(lake: Lake, limit: int | None = None, now: datetime | None = 
                           "age_s": (now - plan.created_at).total_seconds(), "expires_at": plan.expires_at,
                           "actions": len(plan.actions), "approved": approved, **counts, "state": state})
     return summaries
+
+
+def open_plan_ids(lake: Lake, now: datetime | None = None) -> list[str]:
+    """The plans a person may still approve or apply: not expired, and some action not deleted
+    yet; newest first. The Dagster launchpad offers these (assets/cleanup.py)."""
+    now = now or datetime.now(timezone.utc)
+    plans = lake.query(f"""
+        select plan_id, min(created_at) as created_at, count(*) as actions
+        from {PLANS} where expires_at > {lake_timestamp(now)}
+        group by plan_id order by created_at desc, plan_id""", PLANS).to_pylist()
+    return [row["plan_id"] for row in plans
+            if sum(outcome == DELETED for outcome in _latest_outcomes(lake, row["plan_id"]).values()) < row["actions"]]
 
 
 def _latest_outcomes(lake: Lake, plan_id: str) -> dict[str, str]:

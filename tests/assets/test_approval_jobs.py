@@ -13,6 +13,7 @@ from assets.resources import LakeResource
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, CleanupPlan, PlannedAction, save_plan
 from offsets_platform.lake import Lake
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV
+from tests.assets.sensor_ticks import tick
 
 ACTIONS = (PlannedAction(DELETE_GROUPS, "old-group", None, None, "idle for 30 h",
                          {"group_state": "Empty", "member_count": 0, "classification": "consumer"}),
@@ -32,12 +33,14 @@ def _plan(lake: Lake, author: str) -> CleanupPlan:
     return plan
 
 
-def _approve(lake: Lake, plan_id: str, tags: dict, **config):
-    run_config = {"ops": {"approve_plan": {"config": {"plan_id": plan_id, **config}}},
-                  "resources": {"lake": {"config": {"root": str(lake.root)}}}}
+def _approve(lake: Lake, plan_id: str | None, tags: dict, **config):
+    """Run the approve job for the plan, chosen as the launchpad chooses it: the run's partition."""
+    run_config = {"ops": {"approve_plan": {"config": config}}, "resources": {"lake": {"config": {"root": str(lake.root)}}}}
     with DagsterInstance.ephemeral() as instance:
+        if plan_id is not None:
+            instance.add_dynamic_partitions(cleanup_assets.OPEN_PLANS.name, [plan_id])
         result = defs.resolve_job_def("approve_cleanup").execute_in_process(
-            run_config=run_config, instance=instance, raise_on_error=False, tags=tags)
+            run_config=run_config, instance=instance, raise_on_error=False, tags=tags, partition_key=plan_id)
         result.logged = "\n".join(entry.user_message for entry in instance.all_logs(result.run_id))
         return result
 
@@ -61,6 +64,17 @@ def test_a_run_without_identity_tag_cannot_approve_and_names_the_tag_to_set(tmp_
     assert not result.success
     assert "offsets_platform/user=YOUR_NAME" in _failure(result)
     assert _approvers(lake) == []
+
+
+def test_a_run_names_its_plan_by_its_partition_and_one_without_is_told_so(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    _plan(lake, "bob")
+    result = _approve(lake, None, tags={"offsets_platform/user": "alice"})
+    assert not result.success
+    assert "choose the plan: launch this job with one of its partitions" in _failure(result)
+    assert _approvers(lake) == []
+    with pytest.raises(Exception, match="plan_id"):  # the plan is never typed into config
+        _approve(lake, "plan-by-bob", tags={"offsets_platform/user": "alice"}, plan_id="plan-by-bob")
 
 
 def test_a_typed_approver_name_in_the_config_is_refused(tmp_path):
@@ -118,13 +132,14 @@ def test_the_apply_job_sends_nothing_of_a_plan_only_its_author_approved(tmp_path
     lake = Lake(tmp_path / "lake")
     plan = _plan(lake, "bob")
     approve(lake, plan.plan_id, "bob", allow_self_approval=True)  # as an older version, or a lifted rule, wrote it
-    run_config = {"ops": {"apply_approved_plan": {"config": {"plan_id": plan.plan_id}}},
-                  "resources": {"lake": {"config": {"root": str(lake.root)}},
+    run_config = {"resources": {"lake": {"config": {"root": str(lake.root)}},
                                 # never contacted: the refusal comes first
                                 "kafka": {"config": {"bootstrap_servers": "127.0.0.1:9"}}}}
     with DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(cleanup_assets.OPEN_PLANS.name, [plan.plan_id])
         result = defs.resolve_job_def("apply_cleanup").execute_in_process(
-            run_config=run_config, instance=instance, raise_on_error=False, tags={"offsets_platform/user": "alice"})
+            run_config=run_config, instance=instance, raise_on_error=False, tags={"offsets_platform/user": "alice"},
+            partition_key=plan.plan_id)
     assert not result.success
     assert f"plan {plan.plan_id} is approved only by its author bob; four-eyes" in _failure(result)
     assert not lake.exists("cleanup_audit")
@@ -143,7 +158,9 @@ def _materialize_plan(lake: Lake, monkeypatch, tags: dict):
     with DagsterInstance.ephemeral() as instance:
         result = materialize([cleanup_assets.cleanup_plan], instance=instance, tags=tags,
                              resources={"lake": LakeResource(root=str(lake.root))})
+        offered = instance.get_dynamic_partitions(cleanup_assets.OPEN_PLANS.name)
     (materialization,) = result.asset_materializations_for_node("cleanup_plans")
+    assert offered == [f"plan-of-{authors[-1].replace(' ', '-')}"], "the plan is offered to approve at once"
     return authors[-1], {key: value.value for key, value in materialization.metadata.items()}, result.run_id
 
 
@@ -159,3 +176,23 @@ def test_the_plan_asset_s_author_is_the_run_s_identity_tag_and_its_metadata_has_
 
     author, _, run_id = _materialize_plan(lake, monkeypatch, {})
     assert author == f"dagster run {run_id[:8]}"
+
+
+def test_the_sensor_offers_the_open_plans_and_withdraws_the_others(tmp_path):
+    """Plans the command line stored join the list; expired or wholly applied ones leave it."""
+    from offsets_platform.cleanup.audit import DELETED, PlanAudit
+
+    lake = Lake(tmp_path / "lake")
+    proposed = _plan(lake, "bob")
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    applied = CleanupPlan("applied", now, now + timedelta(hours=1), "bob", ACTIONS)
+    save_plan(lake, applied)
+    PlanAudit(lake, applied.plan_id, "127.0.0.1:9092", "alice").record(list(applied.actions), DELETED, None, None)
+    with DagsterInstance.ephemeral() as instance:
+        name = cleanup_assets.OPEN_PLANS.name
+        instance.add_dynamic_partitions(name, ["applied", "expired-long-ago"])
+        resources = {"lake": LakeResource(root=str(lake.root))}
+        tick(cleanup_assets.open_cleanup_plans_sensor, instance, resources)
+        assert instance.get_dynamic_partitions(name) == [proposed.plan_id]
+        assert "the 1 open plans are listed" in tick(cleanup_assets.open_cleanup_plans_sensor, instance,
+                                                      resources).skip_message

@@ -138,11 +138,11 @@ def test_the_approval_job_records_who_approved_and_refuses_an_unknown_plan(tmp_p
     job = defs.resolve_job_def("approve_cleanup")
 
     def run(plan_id):
-        config = {"ops": {"approve_plan": {"config": {"plan_id": plan_id}}},
-                  "resources": {"lake": {"config": {"root": str(lake.root)}}}}
+        config = {"resources": {"lake": {"config": {"root": str(lake.root)}}}}
         with DagsterInstance.ephemeral() as instance:
+            instance.add_dynamic_partitions(job.partitions_def.name, [plan_id])
             return job.execute_in_process(run_config=config, instance=instance, raise_on_error=False,
-                                          tags={"offsets_platform/user": "alice"})
+                                          tags={"offsets_platform/user": "alice"}, partition_key=plan_id)
 
     assert run("p1").success
     assert [(r["plan_id"], r["approved_by"]) for r in lake.read_arrow("cleanup_approvals").to_pylist()] == [("p1", "alice")]

@@ -44,8 +44,7 @@ def test_a_password_given_as_text_in_code_is_refused_without_repeating_it():
 
 
 def test_a_password_typed_into_the_launchpad_is_refused_before_a_run_is_stored(tmp_path):
-    run_config = {"ops": {"apply_approved_plan": {"config": {"plan_id": "p1"}}},
-                  "resources": {"kafka": {"config": {"bootstrap_servers": "127.0.0.1:9", "sasl_mechanism": "PLAIN",
+    run_config = {"resources": {"kafka": {"config": {"bootstrap_servers": "127.0.0.1:9", "sasl_mechanism": "PLAIN",
                                                      "sasl_password": SECRET}},
                                 "lake": {"config": {"root": str(tmp_path / "lake")}}}}
     with DagsterInstance.ephemeral() as instance:

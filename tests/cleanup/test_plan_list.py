@@ -12,7 +12,8 @@ import pytest
 
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SENDING, PlanAudit
-from offsets_platform.cleanup.plan_list import APPLIED, APPROVED, AWAITING_APPROVAL, EXPIRED, plan_summaries
+from offsets_platform.cleanup.plan_list import (APPLIED, APPROVED, AWAITING_APPROVAL, EXPIRED, open_plan_ids,
+                                               plan_summaries)
 from offsets_platform.cleanup.plans import CleanupPlan, PlannedAction, save_plan
 from offsets_platform.cli import main
 from offsets_platform.cli.plans import age_text
@@ -62,6 +63,22 @@ def test_each_plan_says_how_far_it_got(lake, monkeypatch):
     # where one person may do both, the author's approval counts
     monkeypatch.setenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", "true")
     assert {row["plan_id"]: row["state"] for row in plan_summaries(lake, now=NOW)}["self-approved"] == APPROVED
+
+
+def test_the_open_plans_are_those_left_to_approve_or_apply(lake):
+    """What the Dagster launchpad offers to approve and apply: not expired, some action not deleted."""
+    assert open_plan_ids(lake, now=NOW) == []  # no plan stored yet
+    a_plan(lake, "proposed", 1, ["a"])
+    done = a_plan(lake, "done", 2, ["b"])
+    PlanAudit(lake, done.plan_id, "127.0.0.1:9092", "bob").record(list(done.actions), DELETED, None, None)
+    half_done = a_plan(lake, "half-done", 3, ["c", "d"])
+    PlanAudit(lake, half_done.plan_id, "127.0.0.1:9092", "bob").record([half_done.actions[0]], DELETED, None, None)
+    dry_run = a_plan(lake, "dry-run-only", 4, ["e"])
+    PlanAudit(lake, dry_run.plan_id, "127.0.0.1:9092", "bob").record(list(dry_run.actions), DRY_RUN, None, None)
+    a_plan(lake, "expired", 40, ["f"], valid_hours=1)
+    assert open_plan_ids(lake, now=NOW) == ["proposed", "half-done", "dry-run-only"]
+    # a plan is open until it expires (dry-run-only, created 4 h ago for 24 h, at 20 h from now)
+    assert open_plan_ids(lake, now=NOW + timedelta(hours=20, minutes=30)) == ["proposed", "half-done"]
 
 
 def test_the_command_prints_a_table_or_json(lake, capsys):

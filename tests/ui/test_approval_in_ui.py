@@ -1,4 +1,5 @@
-"""The approve job launched on a real Dagster webserver, as the launchpad launches it: the approver
+"""The approve job launched on a real Dagster webserver, as the launchpad launches it: the plan is
+chosen among the job's partitions (the open plans, which the browser shows), the approver
 is the run's tag, a run without one is refused naming the tag, and the run page shows the plan's
 actions with their facts."""
 
@@ -9,10 +10,14 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from dagster import DagsterInstance
 
+from assets.cleanup import open_cleanup_plans_sensor
+from assets.resources import LakeResource
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, CleanupPlan, PlannedAction, save_plan
 from offsets_platform.lake import Lake
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV
+from tests.assets.sensor_ticks import tick
 from tests.ui.browser import DAGSTER_YAML, LOCATION, Browser, Webserver, chromium_processes
 
 # Runs start at once, as `dagster dev` with its daemon would start them from the queue.
@@ -40,7 +45,10 @@ def webserver(tmp_path_factory):
     with pytest.MonkeyPatch.context() as env:
         env.delenv(ALLOW_SELF_APPROVAL_ENV, raising=False)  # four-eyes in the server, whatever this shell sets
         server = Webserver(tmp_path_factory.mktemp("webserver"), instance_yaml=INSTANCE_YAML).start()
-    save_plan(Lake(server.home / "platform" / "lake"), PLAN)
+    lake = Lake(server.home / "platform" / "lake")
+    save_plan(lake, PLAN)  # as the command line stores a plan: the sensor offers it to the launchpad
+    with DagsterInstance.from_config(str(server.home / "dagster")) as instance:
+        tick(open_cleanup_plans_sensor, instance, {"lake": LakeResource(root=str(lake.root))})
     yield server
     assert server.stop() == set(), "the webserver, its code server or a run is still running"
 
@@ -48,8 +56,10 @@ def webserver(tmp_path_factory):
 def _launch(webserver: Webserver, tags: dict[str, str]) -> str:
     params = {"selector": {"repositoryLocationName": LOCATION, "repositoryName": "__repository__",
                            "jobName": "approve_cleanup"},
-              "runConfigData": {"ops": {"approve_plan": {"config": {"plan_id": PLAN.plan_id}}}},
-              "executionMetadata": {"tags": [{"key": key, "value": value} for key, value in tags.items()]}}
+              "runConfigData": {},
+              # the plan chosen in the launchpad's list of partitions
+              "executionMetadata": {"tags": [{"key": key, "value": value}
+                                             for key, value in {**tags, "dagster/partition": PLAN.plan_id}.items()]}}
     answer = webserver.graphql(LAUNCH, {"params": params})["launchRun"]
     assert answer["__typename"] == "LaunchRunSuccess", answer
     return answer["run"]["runId"]
@@ -105,6 +115,21 @@ def test_the_author_s_tag_is_refused_and_another_person_s_tag_approves(webserver
     recorded = next(i for i, message in enumerate(messages) if "alice approved 2 actions" in message)
     assert shown < recorded, "the facts are shown before the approval is recorded"
     webserver.approved_run = run_id
+
+
+def test_the_approve_job_lists_the_open_plans_as_its_partitions(webserver, tmp_path_factory):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is not installed: run .ci/install-chromium (`make test` runs it before pytest)")
+    workdir = tmp_path_factory.mktemp("chromium-list")
+    browser = Browser(chromium, workdir)
+    for _ in range(3):  # a slow machine may need another load
+        page = browser.render(f"{webserver.url}/locations/{LOCATION}/jobs/approve_cleanup/partitions",
+                              "approve-partitions", height=1400, budget_ms=25000)
+        if PLAN.plan_id in page.text:
+            break
+    assert PLAN.plan_id in page.text, page.text[:200]
+    assert chromium_processes(workdir) == []
 
 
 def test_the_run_page_shows_the_plan_s_facts(webserver, tmp_path_factory):

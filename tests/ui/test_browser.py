@@ -17,6 +17,7 @@ import pytest
 from dagster import AssetKey
 
 from assets.definitions import defs
+from assets.key_numbers import key_numbers
 from tests.report.fixtures import demo_lake, demo_run  # noqa: F401  (fixtures)
 from tests.ui.browser import ARTIFACTS, LOCATION, Browser, Page, Webserver, chromium_processes
 
@@ -138,6 +139,18 @@ def test_after_the_demo_an_asset_shows_its_materialization_row_count_and_passed_
     checks = render(browser, webserver, f"/assets/{asset}?view=checks", f"demo-checks-{asset}",
                     lambda p: p.has("Latest execution"), height=1400)
     assert checks.has("Passed") and not checks.has("Failed")
+
+
+@pytest.mark.parametrize("asset, numbers", [("consumer_lag", ("lag_messages", "groups_lagging")),
+                                             ("consumer_status", ("groups_err", "groups_warn", "groups_ok"))])
+def test_an_operators_numbers_are_on_the_assets_overview(browser, webserver, demo_lake, asset, numbers):  # noqa: F811
+    """The numbers an operator came for, beside the row count, as the command line gives them."""
+    expected = key_numbers(demo_lake, asset)
+    page = render(browser, webserver, f"/assets/{asset}", f"numbers-{asset}",
+                  lambda p: all(p.has(name) for name in numbers), height=2000)
+    for name in numbers:
+        assert page.has(name), f"{name} is not shown"
+        assert page.text[page.text.index(name) + 1] == f"{expected[name]:,}", name
 
 
 def test_the_automation_page_lists_the_schedules_and_the_freshness_sensor(browser, webserver):

@@ -53,7 +53,10 @@ def test_every_job_schedule_and_sensor_resolves_with_the_in_process_executor():
     for name in sensors:
         assert defs.resolve_sensor_def(name).default_status == (DefaultSensorStatus.RUNNING if automation_running()
                                                                 else DefaultSensorStatus.STOPPED)
-    assert {s.name for s in defs.schedules} == set(SCHEDULES) and {s.name for s in defs.sensors} == sensors
+    # the list of open plans reads only the lake: it runs everywhere
+    assert defs.resolve_sensor_def("open_cleanup_plans_sensor").default_status == DefaultSensorStatus.RUNNING
+    assert {s.name for s in defs.schedules} == set(SCHEDULES)
+    assert {s.name for s in defs.sensors} == sensors | {"open_cleanup_plans_sensor"}
 
 
 def test_every_table_asset_is_in_a_layer_group_with_a_description_and_a_column_schema():
