@@ -31,7 +31,7 @@ from pydantic import Field
 from assets.resources import KafkaResource, LakeResource
 from assets.table_specs import table_asset_spec, table_metadata
 from offsets_platform.cleanup.apply import apply_plan
-from offsets_platform.cleanup.approvals import approve
+from offsets_platform.cleanup.approvals import approve, removals_since_made
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plan_list import open_plan_ids
 from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, CleanupPlan, PlanError, build_plan, facts_text, load_plan,
@@ -131,6 +131,9 @@ class ApproveConfig(Config):
     comment: Optional[str] = Field(default=None, description="why, recorded with the approval; who approves is the "
                                                              "run's tag dagster/user or offsets_platform/user")
     action_ids: List[str] = Field(default=[], description="approve only these actions; empty = the whole plan")
+    refuse_older_facts: bool = Field(default=False, description="refuse a plan made before removals done since "
+                                                                "(by an apply, delete-offsets or delete-groups) "
+                                                                "instead of warning")
 
 
 @op(description="Show a cleanup plan's actions and facts, then record the approval (of the whole plan or some "
@@ -153,6 +156,9 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
                      f"the actions to approve and their facts:\n"
                      + "\n".join(f"{a.action_id}  {a.describe()}: {a.reason}\n    facts: {facts_text(a.facts)}"
                                   for a in chosen))
+    older = removals_since_made(the_lake, plan)
+    if older:
+        context.log.warning(older)
     approver = run_identity(context)
     if approver is None:
         raise Failure(description=f"this run names no one: launch it with the tag {IDENTITY_TAGS[1]}=YOUR_NAME "
@@ -160,7 +166,7 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
                       allow_retries=False)
     try:
         approval = approve(the_lake, plan_id, approver, action_ids=config.action_ids or None,
-                           comment=config.comment)
+                           comment=config.comment, refuse_older_facts=config.refuse_older_facts)
     except PlanError as error:  # the reason alone, not a stack trace, heads the failed run
         raise Failure(description=str(error), allow_retries=False) from error
     context.log.info(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {plan_id}")
@@ -170,6 +176,8 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
         "approved_by": approval.approved_by,
         "actions_approved": len(approval.action_ids),
         "actions": MetadataValue.md(facts),
+        "facts": older or f"the models' tables when the plan was made ({plan.created_at:%Y-%m-%d %H:%M} UTC); "
+                          "no removal was done since",
     })
 
 

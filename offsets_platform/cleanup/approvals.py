@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from offsets_platform.cleanup.plans import CleanupPlan, PlanError, load_plan
 from offsets_platform.lake import Lake
-from offsets_platform.lake.sql_literals import lake_string
+from offsets_platform.lake.sql_literals import lake_string, lake_timestamp
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, same_person, self_approval_allowed
 
 APPROVALS = "cleanup_approvals"
@@ -35,14 +35,17 @@ class Approval:
 
 def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | None = None,
             comment: str | None = None, now: datetime | None = None,
-            allow_self_approval: bool | None = None) -> Approval:
+            allow_self_approval: bool | None = None, refuse_older_facts: bool = False) -> Approval:
     """Record that `approved_by` approves the plan (or only `action_ids` of it).
 
     `allow_self_approval` None means "as $OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL says" (default no).
+    `refuse_older_facts`: refuse a plan made before removals the audit shows done since
+    (`removals_since_made`); callers that do not refuse show that warning instead.
 
     Raises:
         PlanError: the plan is unknown, expired or already applied, an action id is not in it,
-            no approver was named, or the approver wrote the plan and self-approval is not allowed.
+            no approver was named, the approver wrote the plan and self-approval is not allowed,
+            or `refuse_older_facts` and removals were done since the plan was made.
     """
     now = now or datetime.now(timezone.utc)
     if not approved_by or not approved_by.strip():
@@ -55,6 +58,8 @@ def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | 
         raise PlanError(f"plan {plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M} UTC; build a new plan")
     if applied(lake, plan_id):
         raise PlanError(f"plan {plan_id} has already been applied; build a new plan")
+    if refuse_older_facts and (older := removals_since_made(lake, plan)):
+        raise PlanError(f"refused: {older}")
     chosen = tuple(action_ids) if action_ids else tuple(a.action_id for a in plan.actions)
     for action_id in chosen:
         plan.action(action_id)  # raises for an id that is not in the plan
@@ -63,6 +68,19 @@ def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | 
         {"approval_id": approval.approval_id, "plan_id": plan_id, "action_id": action_id,
          "approved_by": approval.approved_by, "approved_at": now, "comment": comment} for action_id in chosen]))
     return approval
+
+
+def removals_since_made(lake: Lake, plan: CleanupPlan) -> str | None:
+    """What a person approving `plan` should know when removals were done after it was made (by
+    any plan's apply, or by delete-offsets and delete-groups): its facts predate them. None when
+    there were none."""
+    row = lake.query(f"""select count(*) as removals, max(at) as latest from {AUDIT}
+                         where outcome = 'deleted' and at > {lake_timestamp(plan.created_at)}""", AUDIT).to_pylist()[0]
+    if not row["removals"]:
+        return None
+    return (f"plan {plan.plan_id} was made at {plan.created_at:%Y-%m-%d %H:%M} UTC, before {row['removals']} removals "
+            f"the audit shows done since (the latest at {row['latest']:%Y-%m-%d %H:%M} UTC): its facts predate them. "
+            "Apply re-checks each group live; a plan made after the next refresh rests on the tables as they are now")
 
 
 def self_approval_permitted(allow_self_approval: bool | None = None) -> bool:

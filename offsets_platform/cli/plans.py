@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from datetime import datetime, timezone
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, facts_text
@@ -39,6 +41,9 @@ def add_plan_commands(commands) -> None:
     approve.add_argument("plan_id")
     _by(approve)
     approve.add_argument("--comment")
+    approve.add_argument("--refuse-older-facts", action="store_true",
+                         help="refuse a plan made before removals done since (by an apply, delete-offsets or "
+                              "delete-groups) instead of warning")
     approve.add_argument("--action", action="append", default=[], metavar="ACTION_ID",
                          help="approve only this action (repeatable; default: the whole plan)")
     add_home_option(approve)
@@ -115,7 +120,7 @@ def age_text(seconds: float) -> str:
 
 
 def _show(args, settings: Settings) -> int:
-    from offsets_platform.cleanup.approvals import approved_actions
+    from offsets_platform.cleanup.approvals import approved_actions, removals_since_made
     from offsets_platform.cleanup.plans import load_plan
 
     lake = lake_of(args, settings, must_exist=True)
@@ -123,14 +128,24 @@ def _show(args, settings: Settings) -> int:
     # another person's approval shown rather than the author's, where there are both (four-eyes counts the former)
     approved = {**approved_actions(lake, plan), **approved_actions(lake, plan, by_author=False)}
     _print_plan(plan, approved, _audit(lake, plan.plan_id))
+    made = age_text((datetime.now(timezone.utc) - plan.created_at).total_seconds())
+    print(f"\nthe facts: the models' tables when the plan was made, {made} ago")
+    older = removals_since_made(lake, plan)
+    if older:
+        print(f"warning: {older}")
     return 0
 
 
 def _approve(args, settings: Settings) -> int:
-    from offsets_platform.cleanup.approvals import approve
+    from offsets_platform.cleanup.approvals import approve, removals_since_made
+    from offsets_platform.cleanup.plans import load_plan
 
-    approval = approve(lake_of(args, settings, must_exist=True), args.plan_id, requester(args),
-                       action_ids=args.action or None, comment=args.comment)
+    lake = lake_of(args, settings, must_exist=True)
+    approval = approve(lake, args.plan_id, requester(args), action_ids=args.action or None, comment=args.comment,
+                       refuse_older_facts=args.refuse_older_facts)
+    older = removals_since_made(lake, load_plan(lake, args.plan_id))
+    if older:
+        print(f"warning: {older}", file=sys.stderr)
     print(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {args.plan_id}")
     return 0
 

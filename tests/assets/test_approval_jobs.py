@@ -196,3 +196,26 @@ def test_the_sensor_offers_the_open_plans_and_withdraws_the_others(tmp_path):
         assert instance.get_dynamic_partitions(name) == [proposed.plan_id]
         assert "the 1 open plans are listed" in tick(cleanup_assets.open_cleanup_plans_sensor, instance,
                                                       resources).skip_message
+
+
+def test_the_approve_run_warns_of_removals_done_since_the_plan_was_made_or_refuses_if_asked(tmp_path):
+    from offsets_platform.cleanup.approvals import removals_since_made
+    from offsets_platform.cleanup.audit import DELETED, PlanAudit
+
+    lake = Lake(tmp_path / "lake")
+    plan = _plan(lake, "bob")
+    result = _approve(lake, plan.plan_id, tags={"offsets_platform/user": "alice"})
+    (output,) = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    assert output.event_specific_data.metadata["facts"].value.endswith("no removal was done since")
+
+    other = CleanupPlan("another", plan.created_at, plan.expires_at, "carol", ACTIONS[:1])
+    save_plan(lake, other)
+    PlanAudit(lake, other.plan_id, "127.0.0.1:9092", "alice").record(list(other.actions), DELETED, None, None)
+    warning = removals_since_made(lake, plan)
+    assert warning
+    refused = _approve(lake, plan.plan_id, tags={"offsets_platform/user": "dave"}, refuse_older_facts=True)
+    assert not refused.success and _failure(refused) == f"refused: {warning}"
+    assert _approvers(lake) == ["alice"]
+    warned = _approve(lake, plan.plan_id, tags={"offsets_platform/user": "dave"})
+    assert warned.success and warning in warned.logged
+    assert _approvers(lake) == ["alice", "dave"]

@@ -68,3 +68,36 @@ def test_plan_says_how_old_its_facts_are(lake, capsys, monkeypatch):
     assert main(["plan", "--home", str(lake.root.parent)]) == 0
     facts = [line for line in capsys.readouterr().out.splitlines() if line.startswith("the facts: ")]
     assert len(facts) == 1 and facts[0].startswith("the facts: the models' tables as of 2026-11-27 12:00:00 UTC, ")
+
+
+def test_a_plan_made_before_removals_done_since_is_approved_with_a_warning_or_refused(lake, capsys, monkeypatch):
+    from offsets_platform.cleanup.approvals import approve, removals_since_made
+    from offsets_platform.cleanup.plans import PlanError, save_plan
+    from offsets_platform.cli import main
+
+    lake_with_two_idle_groups(lake)
+    plan = build_plan(lake, "alice", idle_hours=168)
+    save_plan(lake, plan)
+    deleted(lake, "old-b", plan.created_at - timedelta(minutes=1))  # before the plan: its facts knew
+    assert removals_since_made(lake, plan) is None
+    deleted(lake, "old-a", plan.created_at + timedelta(minutes=1), outcome=FAILED)  # nothing removed
+    assert removals_since_made(lake, plan) is None
+    deleted(lake, "old-a", plan.created_at + timedelta(minutes=2))  # by delete-groups, after the plan
+    warning = removals_since_made(lake, plan)
+    assert warning.startswith(f"plan {plan.plan_id} was made at {plan.created_at:%Y-%m-%d %H:%M} UTC, before 1 "
+                              "removals the audit shows done since (the latest at ")
+    with pytest.raises(PlanError, match=f"refused: plan {plan.plan_id} was made at"):
+        approve(lake, plan.plan_id, "bob", refuse_older_facts=True)
+    assert not lake.exists("cleanup_approvals")
+
+    home = str(lake.root.parent)
+    monkeypatch.setenv("OFFSETS_PLATFORM_USER", "bob")
+    assert main(["approve", plan.plan_id, "--refuse-older-facts", "--home", home]) == 1
+    assert "refused: plan" in capsys.readouterr().err
+    assert main(["approve", plan.plan_id, "--home", home]) == 0
+    out, err = capsys.readouterr()
+    assert f"bob approved 2 actions of plan {plan.plan_id}" in out and err == f"warning: {warning}\n"
+    assert main(["show", plan.plan_id, "--home", home]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown[-2].startswith("the facts: the models' tables when the plan was made, ") and shown[-1] == \
+        f"warning: {warning}"
