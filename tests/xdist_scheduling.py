@@ -16,7 +16,7 @@ import pytest
 # The modules whose tests read the demo's lake or output (tests/test_xdist_scheduling.py checks
 # that no other module does).
 SHARE_THE_DEMO = frozenset({
-    "tests/notebooks/test_notebook_setup.py", "tests/notebooks/test_notebooks.py", "tests/report/test_asset.py",
+    "tests/assets/test_demo.py", "tests/notebooks/test_notebook_setup.py", "tests/notebooks/test_notebooks.py", "tests/report/test_asset.py",
     "tests/report/test_figures.py", "tests/report/test_html.py", "tests/report/test_one_answer.py",
     "tests/ui/test_browser.py", "tests/ui/test_report_in_browser.py"})
 DEMO_SCOPE = "the modules that read the session's demo"

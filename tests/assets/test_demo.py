@@ -1,24 +1,25 @@
 """The `make demo` path at a small scale: Kafka's own coordinator writes the records of real groups,
 ingest reads them over several cycles without duplicates, snapshots follow the live cluster, the
-models and the plan see the real groups, and nothing is left running."""
+models and the plan see the real groups, and nothing is left running.
+
+The demo is the session's one small demo (tests/report/fixtures.py), which the report, notebook and
+UI tests read too; this module is collected before theirs, so it checks the demo right after it ran.
+"""
 
 import threading
-import time
 
 import psutil
 from dagster import AssetKey, DagsterInstance
 
-from proving_ground.demo import run_demo
 from proving_ground.workload.live.scenarios import GROUPS
+from tests.report.fixtures import demo_run  # noqa: F401  (the fixture)
 
 # Groups whose members commit offsets (a share group acknowledges records instead).
 COMMITTING = {group for group, spec in GROUPS.items() if spec.group_type != "share"}
 
 
-def test_demo_reads_the_real_groups_from_the_log_and_snapshots_and_stops_everything(tmp_path, capsys):
-    started = time.time()
-    lake = run_demo(tmp_path, seed=3, live_scale=0.2)
-    output = capsys.readouterr().out
+def test_demo_reads_the_real_groups_from_the_log_and_snapshots_and_stops_everything(demo_run):  # noqa: F811
+    lake, output, started, home = demo_run.lake, demo_run.output, demo_run.started, demo_run.home
 
     # What Kafka's coordinator wrote for the live groups is in bronze, once.
     commits = lake.read_arrow("offset_commit_records").to_pylist()
@@ -68,7 +69,7 @@ def test_demo_reads_the_real_groups_from_the_log_and_snapshots_and_stops_everyth
     assert expirable == [{"n": lake.count("committed_offsets")}]
 
     # The demo's runs stay in its Dagster home, for `make ui OFFSETS_PLATFORM_HOME=<its home>`.
-    with DagsterInstance.from_config(str(tmp_path / "demo" / "dagster")) as instance:
+    with DagsterInstance.from_config(str(home / "demo" / "dagster")) as instance:
         for asset in ("offset_commit_records", "group_snapshots", "consumer_lag", "cleanup_plans"):
             assert instance.get_latest_materialization_event(AssetKey(asset)) is not None, asset
     assert "make ui OFFSETS_PLATFORM_HOME=" in output
@@ -77,7 +78,7 @@ def test_demo_reads_the_real_groups_from_the_log_and_snapshots_and_stops_everyth
     # so not among this process's children); older ones belong to others sharing the machine.
     java = [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline", "create_time"])
             if (p.info["create_time"] or 0) >= started - 1]
-    assert not [line for line in java if str(tmp_path) in line and "kafka.Kafka" in line], "the broker is stopped"
+    assert not [line for line in java if str(home) in line and "kafka.Kafka" in line], "the broker is stopped"
     assert not [line for line in java if "WordCountDemo" in line or "ConsoleShareConsumer" in line], \
         "the live workload's Java programs are stopped"
     assert not [t for t in threading.enumerate() if t.is_alive() and t is not threading.main_thread()

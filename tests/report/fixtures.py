@@ -1,6 +1,8 @@
-"""The one small demo that the report and notebook tests share (about 2 minutes).
+"""The one small demo that the demo's own test and the report, notebook and UI tests share (about 2
+minutes).
 
-Both tests/report/conftest.py and tests/notebooks/conftest.py import these fixtures. pytest then
+tests/report/conftest.py and tests/notebooks/conftest.py import these fixtures, as do the test
+modules elsewhere that use them. pytest then
 holds one fixture definition per conftest, each with its own session cache, so the demo itself
 is memoised here, at module level: it runs once per test session whichever folders run.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +30,7 @@ class DemoRun:
     home: Path  # the OFFSETS_PLATFORM_HOME of the run: the demo is in home/demo, its lake in home/demo/lake
     lake: Lake
     output: str  # what the demo printed
+    started: float  # when it started (epoch seconds): the processes started since are the demo's or later
 
 
 _runs: list[DemoRun] = []
@@ -39,10 +43,11 @@ def demo_run(tmp_path_factory) -> DemoRun:
 
         home = tmp_path_factory.mktemp("report_demo")
         printed = io.StringIO()
+        started = time.time()
         with contextlib.redirect_stdout(printed):
             lake = run_demo(home, **SMALL_DEMO)
         sys.stdout.write(printed.getvalue())  # still shown by pytest when a test fails
-        _runs.append(DemoRun(home, lake, printed.getvalue()))
+        _runs.append(DemoRun(home, lake, printed.getvalue(), started))
     return _runs[0]
 
 
