@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 from dagster import MetadataValue
 
 from offsets_platform import attention
+from offsets_platform.durations import age_text
 from offsets_platform.lake import Lake
 
 # Rows shown in a Markdown table; the rest are counted in a last line.
@@ -168,14 +169,7 @@ def _hours_left(hours: float) -> str:
 
 
 def _age(milliseconds: int | None) -> str:
-    """A duration as a person reads it: 42.0 s, 12.5 min, 3.2 h, 2.1 d ("" when unknown)."""
-    if milliseconds is None:
-        return ""
-    seconds = milliseconds / 1000
-    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.1f} s"
+    return "" if milliseconds is None else age_text(milliseconds / 1000)
 
 
 def _time(value: datetime | None) -> str:

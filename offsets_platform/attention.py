@@ -97,10 +97,13 @@ def due_for_deletion(t: str, within_hours: float) -> str:
 
 
 def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
-    """[{group, lag_messages, lag_ms}] of the groups that lag (abandoned offsets left out), most
-    messages first; with `lagging_only` False, also the groups whose lag is 0."""
+    """[{group, lag_messages, lag_ms, unread_in_log}] of the groups that lag (abandoned offsets
+    left out), most messages first; with `lagging_only` False, also the groups whose lag is 0.
+    `unread_in_log` is the part of the lag retention has not deleted (0: lag_ms has no message to
+    age)."""
     having = "having sum(lag_messages) > 0" if lagging_only else ""
-    return lake.query(f"""select group_id as "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms
+    return lake.query(f"""select group_id as "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms,
+                                 sum(unread_in_log) as unread_in_log
                           from consumer_lag l where {NOT_ABANDONED.format(t="l")}
                           group by group_id {having}
                           order by lag_messages desc, group_id

@@ -8,6 +8,7 @@ cannot disagree with the models, the UI or the report.
 from __future__ import annotations
 
 from offsets_platform import attention
+from offsets_platform.durations import age_text
 from offsets_platform.lake import Lake
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.lake.tables import RECORD_TABLES
@@ -64,15 +65,12 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
                                                           if part is not None) for r in states)]
     lagging = attention.lag_by_group(lake)
     for row in lagging[:SHOWN]:
-        lines.append(f"  lag {row['group']}: {row['lag_messages']:,} messages, oldest unconsumed "
-                     f"{row['lag_ms'] / 1000:,.1f} s old")
+        lines.append(f"  lag {row['group']}: {row['lag_messages']:,} messages, {_oldest_unread(row)}")
     lines += _more(lagging, "lagging groups")
     for row in attention.retention_losses(lake, within_hours):
         if row["messages_lost"]:
-            most, least = row["messages_lost"], row["messages_lost_at_least"]
-            count = f"{most:,}" if least == most else f"{least:,} to {most:,}"
-            lines.append(f"  lost to retention (KIP-490): {row['group']} never consumed {count} "
-                         f"messages of {row['topic']} that retention deleted")
+            lines.append(f"  lost to retention (KIP-490): {row['group']} never consumed {_lost_count(row)} "
+                         f"of {row['topic']} that retention deleted")
     abandoned = attention.abandoned_offsets(lake)
     for row in abandoned[:SHOWN]:
         lines.append(f"  abandoned: {row['group']} no longer subscribes to {row['topic']} and left "
@@ -98,6 +96,74 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
         lines.append(f"  DeleteGroups {row['group']} (Empty since {row['state_entered_at']:%Y-%m-%d %H:%M} UTC)")
     lines += _more(group_deletes, "groups")
     return lines
+
+
+def headline(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOURS) -> list[str]:
+    """The report's headline: the models' answers in a few sentences (groups, lag, losses, messages
+    at risk, expirations, abandoned offsets, cleanup), from the same queries as every other surface."""
+    if not lake.exists("group_state"):
+        return ["The models have not run yet."]
+    totals: dict[str, int] = {}
+    for row in attention.groups_by_state(lake):
+        totals[row["state"]] = totals.get(row["state"], 0) + row["groups"]
+    sentences = [f"{_count(sum(totals.values()), 'group')}: "
+                 + ", ".join(f"{count:,} {state}" for state, count in sorted(totals.items(), key=lambda i: -i[1])) + "."
+                 if totals else "No groups known yet."]
+    lagging = attention.lag_by_group(lake)
+    sentences.append(
+        f"{_count(len(lagging), 'group')} {'lags' if len(lagging) == 1 else 'lag'}, "
+        f"{_count(sum(r['lag_messages'] for r in lagging), 'message')} in all; furthest behind: "
+        + "; ".join(f"{r['group']}, {_count(r['lag_messages'], 'message')} ({_oldest_unread(r)})"
+                    for r in lagging[:3]) + "."
+        if lagging else "No group lags.")
+    losses = attention.retention_losses(lake, within_hours)
+    lost = [r for r in losses if r["messages_lost"]]
+    sentences.append(
+        f"Retention deleted messages before {_count(len({r['group'] for r in lost}), 'group')} read them: "
+        + "; ".join(f"{r['group']} lost {_lost_count(r)} of {r['topic']}" for r in lost[:3])
+        + (f"; and {len(lost) - 3:,} more" if len(lost) > 3 else "") + "."
+        if lost else "Retention has deleted no message before a group read it.")
+    at_risk = [r for r in losses if r["messages_at_risk"]]
+    if at_risk:
+        sentences.append(f"Due for deletion by retention within {within_hours} h: "
+                         f"{_count(sum(r['messages_at_risk'] for r in at_risk), 'unread message')} of "
+                         f"{_count(len({r['group'] for r in at_risk}), 'group')}.")
+    by_rule = attention.expiration_by_rule(lake, within_hours)
+    due_now, due_within = sum(r["due_now"] for r in by_rule), sum(r["due_within"] for r in by_rule)
+    sentences.append(f"Due to expire at Kafka's next check: {_count(due_now, 'committed offset')}, and "
+                     f"{due_within:,} more within {within_hours} h." if due_now or due_within
+                     else f"No committed offset expires within {within_hours} h.")
+    abandoned = attention.abandoned_offsets(lake)
+    if abandoned:
+        sentences.append(f"Left behind on topics no member subscribes to any more: "
+                         f"{_count(sum(r['partitions'] for r in abandoned), 'committed offset')} of "
+                         f"{_count(len({r['group'] for r in abandoned}), 'group')} (not counted as lag or loss).")
+    from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS  # cleanup_rows' threshold
+
+    offset_deletes, group_deletes = attention.cleanup_rows(lake)
+    sentences.append(f"A cleanup would delete {_count(len(offset_deletes), 'stale offset')} in "
+                     f"{_count(len({r['group'] for r in offset_deletes}), 'group')}, and "
+                     f"{_count(len(group_deletes), 'group')} Empty for longer than {DEFAULT_IDLE_HOURS} h."
+                     if offset_deletes or group_deletes
+                     else "Nothing to clean up.")
+    return sentences
+
+
+def _oldest_unread(row: dict) -> str:
+    """How old a lagging group's oldest unread message is, or that retention deleted them all."""
+    if not row["unread_in_log"]:
+        return "retention deleted all of it before the group read it"
+    return f"the oldest unread message {age_text(row['lag_ms'] / 1000)} old"
+
+
+def _count(number: int, noun: str) -> str:
+    """"1 group", "3 groups": a count and its noun, in the plural where it is not one."""
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
+def _lost_count(row: dict) -> str:
+    most, least = row["messages_lost"], row["messages_lost_at_least"]
+    return f"{most:,} messages" if least == most else f"{least:,} to {most:,} messages"
 
 
 def _more(rows: list, what: str) -> list[str]:

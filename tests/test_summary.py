@@ -1,12 +1,12 @@
 """The snapshot summary reads every table at the same, latest complete snapshot, and states
 what it holds; lag and retention losses are the models' answers, not worked out here again."""
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
 
 from offsets_platform.lake.tables import table_spec
-from offsets_platform.summary import groups_by_state, models_summary, snapshot_summary
+from offsets_platform.summary import groups_by_state, headline, models_summary, snapshot_summary
 
 
 def at(minute: int) -> datetime:
@@ -68,8 +68,52 @@ def test_the_models_summary_counts_what_it_does_not_list(lake):
     lake.append("group_state", full_rows(lake, "group_state", [
         {"group_id": f"g{n}", "state": "Stable", "classification": "consumer"} for n in range(7)]))
     lake.append("consumer_lag", full_rows(lake, "consumer_lag", [
-        {"group_id": f"g{n}", "topic": "t", "partition_id": 0, "lag_messages": 10 + n, "lag_ms": 1000} for n in range(7)]))
+        {"group_id": f"g{n}", "topic": "t", "partition_id": 0, "lag_messages": 10 + n, "lag_ms": 61_000,
+         "unread_in_log": 10 + n - (n == 6) * 16} for n in range(7)]))
     lines = models_summary(lake)
     assert lines[0] == "groups by state: Stable consumer 7"
-    assert lines[1:7] == [f"  lag g{n}: {10 + n} messages, oldest unconsumed 1.0 s old" for n in (6, 5, 4, 3, 2)] + \
+    # g6's unread messages were all deleted by retention: no message is left to say how old it is
+    assert lines[1:7] == ["  lag g6: 16 messages, retention deleted all of it before the group read it"] + \
+        [f"  lag g{n}: {10 + n} messages, the oldest unread message 1m 1s old" for n in (5, 4, 3, 2)] + \
         ["  and 2 more lagging groups"]
+
+
+def test_the_headline_says_it_in_sentences(lake):
+    assert headline(lake) == ["The models have not run yet."]
+    lake.append("group_state", full_rows(lake, "group_state", [
+        {"group_id": group, "state": state, "classification": "consumer"}
+        for group, state in (("slow", "Stable"), ("gone", "Stable"), ("left", "Stable"))]
+        + [{"group_id": "idle", "state": "Empty", "classification": "consumer",
+            "state_entered_at": datetime.now(timezone.utc) - timedelta(hours=300)}]))
+    for name in ("committed_offsets", "group_subscriptions"):  # read by the cleanup's candidates
+        lake.append(name, full_rows(lake, name, []))
+    lake.append("consumer_lag", full_rows(lake, "consumer_lag", [
+        {"group_id": "slow", "topic": "t", "partition_id": 0, "lag_messages": 300, "lag_ms": 5_400_000,
+         "unread_in_log": 100},
+        {"group_id": "gone", "topic": "t", "partition_id": 0, "lag_messages": 50, "lag_ms": 0, "unread_in_log": 0},
+        {"group_id": "left", "topic": "old", "partition_id": 0, "lag_messages": 70, "lag_ms": 9, "unread_in_log": 70}]))
+    lake.append("unconsumed_messages", full_rows(lake, "unconsumed_messages", [
+        {"group_id": "slow", "topic": "t", "partition_id": 0, "count_lost": 200, "count_lost_at_least": 150},
+        {"group_id": "left", "topic": "old", "partition_id": 0, "count_lost": 9, "count_lost_at_least": 9}]))
+    lake.append("retention_forecast", full_rows(lake, "retention_forecast", [
+        {"group_id": "slow", "topic": "t", "partition_id": 0, "unread_in_log": 100, "hours_left": 5.0}]))
+    evaluated = {"evaluated_at": datetime.now(timezone.utc)}  # "now" of the models' run
+    lake.append("expirable_offsets", full_rows(lake, "expirable_offsets", [{**evaluated, **row} for row in [
+        {"group_id": "idle", "topic": "t", "partition_id": 0, "rule": "empty_group", "is_expired": True,
+         "hours_until_expiry": -2.0},
+        {"group_id": "idle", "topic": "t", "partition_id": 1, "rule": "empty_group", "hours_until_expiry": 3.0},
+        {"group_id": "slow", "topic": "t", "partition_id": 0, "rule": "not_eligible", "hours_until_expiry": 900.0},
+        {"group_id": "left", "topic": "old", "partition_id": 0, "rule": "unsubscribed_topic", "is_abandoned": True,
+         "hours_until_expiry": 100.0}]]))
+    sentences = headline(lake)
+    # left's lag and loss are on a topic it left (abandoned): neither counts
+    assert sentences == [
+        "4 groups: 3 Stable, 1 Empty.",
+        "2 groups lag, 350 messages in all; furthest behind: slow, 300 messages (the oldest unread message 1h 30m "
+        "old); gone, 50 messages (retention deleted all of it before the group read it).",
+        "Retention deleted messages before 1 group read them: slow lost 150 to 200 messages of t.",
+        "Due for deletion by retention within 24 h: 100 unread messages of 1 group.",
+        "Due to expire at Kafka's next check: 1 committed offset, and 1 more within 24 h.",
+        "Left behind on topics no member subscribes to any more: 1 committed offset of 1 group (not counted as lag "
+        "or loss).",
+        "A cleanup would delete 0 stale offsets in 0 groups, and 1 group Empty for longer than 168 h."]

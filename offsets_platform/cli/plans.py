@@ -10,6 +10,7 @@ from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, facts_text
 from offsets_platform.cli.args import add_home_option, cluster_and_lake, lake_of, requester
 from offsets_platform.cli.output import as_json, table_lines
+from offsets_platform.durations import age_text
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV, Settings, same_person
 
@@ -107,16 +108,6 @@ def facts_age(lake, now) -> str:
     at = last_refresh(lake)
     return (f"the models' tables as of {at:%Y-%m-%d %H:%M:%S} UTC, {age_text((now - at).total_seconds())} old"
             if at else "the models have not run")
-
-
-def age_text(seconds: float) -> str:
-    """3725 -> "1h 2m": the two largest units of days, hours, minutes and seconds."""
-    remaining, parts = int(seconds), []
-    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
-        if remaining >= size or parts or unit == "s":
-            parts.append(f"{remaining // size}{unit}")
-            remaining %= size
-    return " ".join(parts[:2])
 
 
 def _show(args, settings: Settings) -> int:

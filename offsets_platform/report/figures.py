@@ -149,8 +149,11 @@ def lag_heatmap_figure(lake: Lake) -> go.Figure:
         zmin=0, colorbar={"title": {"text": "messages"}}, hoverongaps=False,
         hovertemplate="%{y} on %{x}<br>lag %{z:,} messages<br>oldest unconsumed %{customdata:,.1f} s old"
                       "<extra></extra>"))
-    figure.update_layout(title=LAG_TITLE, meta=numbers, height=max(360, 28 * len(grid.index) + 200))
-    figure.update_xaxes(type="category", title_text=(
+    # Room for the column labels, slanted, below the rows: without it a long topic name takes the
+    # height the rows were given and squeezes them into a strip.
+    labels_px = int(0.75 * 7 * max(len(str(column)) for column in columns))
+    figure.update_layout(title=LAG_TITLE, meta=numbers, height=max(360, 28 * len(grid.index) + 200 + labels_px))
+    figure.update_xaxes(type="category", tickangle=-45, automargin=True, title_text=(
         f"topic (its partitions' lag summed; {numbers['partitions']:,} partitions)" if per_topic else "topic-partition"))
     figure.update_yaxes(type="category", autorange="reversed",
                         title_text=_drawn("group", len(grid.index), numbers["groups"], "with the most lag"))

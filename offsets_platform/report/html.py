@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from offsets_platform.durations import age_text
 from offsets_platform.lake import Lake
 from offsets_platform.attention import (
     DEFAULT_WITHIN_HOURS, abandoned_offsets, cleanup_rows, expiring_by_topic, offset_deletes_by_topic, retention_losses,
@@ -64,7 +65,7 @@ def write_report(lake: Lake, path: str | Path, figures: dict[str, go.Figure] | N
     `figures` (element id -> figure, as from `build_figures`) saves building them twice when the
     caller also wants their numbers.
     """
-    from offsets_platform.summary import models_summary  # imports the cleanup package
+    from offsets_platform.summary import headline  # imports the cleanup package
 
     figures = build_figures(lake) if figures is None else figures
     page = "\n".join([
@@ -79,7 +80,8 @@ def write_report(lake: Lake, path: str | Path, figures: dict[str, go.Figure] | N
         f'<p class="when">written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC from the lake at '
         f"{html.escape(str(lake.root))}</p>",
         '<section id="summary"><h2>Headline</h2>',
-        f"<pre>{html.escape(chr(10).join(models_summary(lake)))}</pre></section>",
+        *(f"<p>{html.escape(sentence)}</p>" for sentence in headline(lake)),
+        "</section>",
         _attention(lake),
         '<section id="figures"><h2>Figures</h2>',
         *(_figure(element_id, figure) for element_id, figure in figures.items()),
@@ -134,14 +136,36 @@ def _attention(lake: Lake) -> str:
     ])
 
 
+# The tables' headers in words (the rows keep the keys every front end shares).
+HEADERS = {
+    "group_state": "group state", "due_now": "due now", "first_expires_at": "first expires",
+    "hours_until_first": "first expires in", "messages_lost": "messages lost (at most)",
+    "messages_lost_at_least": "at least", "partitions_lost": "partitions", "last_loss_at": "last loss seen",
+    "messages_at_risk": "messages at risk", "partitions_due": "partitions at risk",
+    "next_deletion_at": "next deletion", "lag_messages": "lag (messages)", "state_entered_at": "state since",
+    "classification": "kind", "committed_offsets": "committed offsets",
+}
+
+# Columns in hours, shown as durations.
+HOURS = frozenset({"hours_until_first"})
+
+
 def _table(element_id: str, rows: list[dict], columns: list[str]) -> str:
     if not rows:
         return f'<p id="{element_id}">none</p>'
-    head = "".join(f"<th>{html.escape(column)}</th>" for column in columns)
-    body = "".join("<tr>" + "".join(_cell(row.get(column)) for column in columns) + "</tr>"
+    head = "".join(f"<th>{html.escape(HEADERS.get(column, column))}</th>" for column in columns)
+    body = "".join("<tr>" + "".join(_hours(row.get(column)) if column in HOURS else _cell(row.get(column))
+                                    for column in columns) + "</tr>"
                    for row in rows[:MAX_TABLE_ROWS])
     more = f"<p>and {len(rows) - MAX_TABLE_ROWS:,} more</p>" if len(rows) > MAX_TABLE_ROWS else ""
     return f'<table id="{element_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}'
+
+
+def _hours(hours: float | None) -> str:
+    # an offset already due expires at Kafka's next retention check, not "-48 hours" from now
+    if hours is None:
+        return "<td></td>"
+    return f'<td class="num">{"due now" if hours <= 0 else age_text(hours * 3600)}</td>'
 
 
 def _cell(value) -> str:

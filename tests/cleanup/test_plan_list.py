@@ -16,7 +16,7 @@ from offsets_platform.cleanup.plan_list import (APPLIED, APPROVED, AWAITING_APPR
                                                plan_summaries)
 from offsets_platform.cleanup.plans import CleanupPlan, PlannedAction, save_plan
 from offsets_platform.cli import main
-from offsets_platform.cli.plans import age_text
+from offsets_platform.durations import age_text
 
 pytestmark = pytest.mark.fast
 

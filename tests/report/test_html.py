@@ -8,7 +8,7 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from offsets_platform.report import FIGURES, report_path, write_report
-from offsets_platform.summary import models_summary
+from offsets_platform.summary import headline
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +41,14 @@ def test_every_figure_has_its_div_id(page):
         assert f'id="section-{element_id}"' in page
 
 
-def test_headline_is_the_models_summary(demo_lake, page):
-    for line in models_summary(demo_lake):
-        assert html.escape(line) in page
+def test_the_headline_is_in_sentences_and_the_tables_headers_in_words(demo_lake, page):
+    sentences = headline(demo_lake)
+    assert len(sentences) >= 5 and "<pre>" not in page
+    for sentence in sentences:
+        assert f"<p>{html.escape(sentence)}</p>" in page
+    assert "billing-slow" in " ".join(sentences), "the demo's slow group is named: it lags and loses messages"
+    headers = re.findall(r"<th>(.*?)</th>", page)
+    assert headers and not [header for header in headers if "_" in header], headers
 
 
 def test_attention_tables_name_the_groups_that_need_it(page):

@@ -114,13 +114,13 @@ def test_lag_by_messages_and_by_time(lake):
     assert (numbers["lag_messages"], numbers["groups_lagging"]) == (260 + 45, 2)
     # stuck's oldest unread message (offset 5) was in the log at the first snapshot: at least 20
     # minutes old at the last one. slow's (the log start, 150) was written between the snapshots
-    # that saw the log end at 100 and 200, at 51% of those 10 minutes: 14.9 minutes before the last.
+    # that saw the log end at 100 and 200, at 51% of those 10 minutes: 894 s before the last.
     assert numbers["max_lag_seconds"] == 1200.0
     assert numbers["top_groups_by_lag"].value.splitlines() == [
         "| group | lag (messages) | oldest unread message |", "|---|---|---|",
-        "| slow | 260 | 14.9 min |", "| stuck | 45 | 20.0 min |"]
+        "| slow | 260 | 14m 54s |", "| stuck | 45 | 20m 0s |"]
     assert numbers["top_groups_by_time_behind"].value.splitlines()[2:] == [
-        "| stuck | 45 | 20.0 min |", "| slow | 260 | 14.9 min |"]
+        "| stuck | 45 | 20m 0s |", "| slow | 260 | 14m 54s |"]
 
 
 def test_groups_by_burrows_status(lake):
