@@ -150,7 +150,8 @@ def lag_heatmap_figure(lake: Lake) -> go.Figure:
         hovertemplate="%{y} on %{x}<br>lag %{z:,} messages<br>oldest unconsumed %{customdata:,.1f} s old"
                       "<extra></extra>"))
     # Room for the column labels, slanted, below the rows: without it a long topic name takes the
-    # height the rows were given and squeezes them into a strip.
+    # height the rows were given and squeezes them into a strip. About 7 px a character at the
+    # default font, times sin 45° (0.7) for the slant, rounded up.
     labels_px = int(0.75 * 7 * max(len(str(column)) for column in columns))
     figure.update_layout(title=LAG_TITLE, meta=numbers, height=max(360, 28 * len(grid.index) + 200 + labels_px))
     figure.update_xaxes(type="category", tickangle=-45, automargin=True, title_text=(
