@@ -18,13 +18,13 @@ def test_abandoned_offsets_are_neither_lag_nor_loss_nor_risk(lake):
     keys = [{"group_id": "g", "topic": topic, "partition_id": 0} for topic in ("kept", "left")]
     write(lake, "expirable_offsets", [{**key, "is_abandoned": key["topic"] == "left", "rule": "unsubscribed_topic",
                                        "expires_at": at(30)} for key in keys])
-    write(lake, "consumer_lag", [{**key, "lag_messages": 10, "lag_ms": 1000} for key in keys])
+    write(lake, "consumer_lag", [{**key, "lag_messages": 10, "lag_ms": 1000, "unread_in_log": 10} for key in keys])
     write(lake, "unconsumed_messages", [{**key, "count_lost": 5, "count_lost_at_least": 5, "observed_at": at(1)}
                                         for key in keys])
     write(lake, "retention_forecast", [{**key, "unread_in_log": 10, "hours_left": 1.0,
                                         "deletion_expected_at": at(1) + timedelta(hours=1)} for key in keys])
 
-    assert attention.lag_by_group(lake) == [{"group": "g", "lag_messages": 10, "lag_ms": 1000}]
+    assert attention.lag_by_group(lake) == [{"group": "g", "lag_messages": 10, "lag_ms": 1000, "unread_in_log": 10}]
     (loss,) = attention.retention_losses(lake)
     assert (loss["topic"], loss["messages_lost"], loss["messages_at_risk"]) == ("kept", 5, 10)
     assert attention.abandoned_offsets(lake) == [{"group": "g", "topic": "left", "partitions": 1, "lag_messages": 10,

@@ -236,7 +236,11 @@ def changed_facts(action: PlannedAction, live) -> str | None:
         planned = action.facts.get("offsets")
         now = {offset_key(topic, partition): offset for (topic, partition), offset in live.committed_offsets.items()}
         if planned is not None and now != planned:
-            return "the group's committed offsets changed since the plan (it committed again)"
+            changed = sorted(key for key in {*planned, *now} if planned.get(key) != now.get(key))
+            return ("the group's committed offsets changed since the plan (it committed again): "
+                    + ", ".join(f"{key} {planned.get(key, 'none')} then, {now.get(key, 'none')} now"
+                                for key in changed[:3])
+                    + (f" and {len(changed) - 3} more" if len(changed) > 3 else ""))
         # a share group's state (share-partition start offsets), which DeleteGroups deletes too
         planned_share = action.facts.get("share_partitions")
         new_share = sorted({offset_key(topic, partition) for topic, partition in live.share_start_offsets}

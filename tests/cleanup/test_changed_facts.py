@@ -29,7 +29,11 @@ def test_an_idle_group_that_still_looks_the_same_is_deleted():
 
 
 def test_a_standalone_group_that_committed_again_is_not_deleted():
-    assert "committed again" in changed_facts(DELETE, live(offsets={("t", 0): 9}))
+    # the reason names what changed: a value, a partition committed since, one no longer committed
+    assert changed_facts(DELETE, live(offsets={("t", 0): 9})) == \
+        "the group's committed offsets changed since the plan (it committed again): t:0 5 then, 9 now"
+    assert changed_facts(DELETE, live(offsets={("t", 0): 5, ("u", 1): 2})).endswith(": u:1 none then, 2 now")
+    assert changed_facts(DELETE, live(offsets={("u", 1): 2})).endswith(": t:0 5 then, none now, u:1 none then, 2 now")
 
 
 def test_a_group_that_gained_members_or_left_empty_is_not_deleted():
