@@ -26,10 +26,11 @@ An incremental model may also read a ref as it was at its own last run
 (`ref('m', at_last_run=true)`): the state of `m` before the rows now new. That table version is
 recorded only when `m`'s latest run had read exactly the source versions this model read, so
 the state and the new rows meet without a gap or an overlap; without such a record the model
-runs full. `run_all` pins each source's version at its first use, so the models of one refresh
+runs full. `run_all` pins every source's version when it starts, so the models of one refresh
 read the same data, and runs models whose refs are done two at a time: most of what a small
 query costs Spark is driver work on one core (planning, code generation), so two overlap well
-on a small machine.
+on a small machine. A refresh of little data (INTERPRET_MAX_BYTES) has Spark interpret its
+expressions instead of generating code for them.
 """
 
 from __future__ import annotations
@@ -40,16 +41,17 @@ import threading
 import time
 import uuid
 import weakref
+from contextlib import nullcontext
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
 import pyarrow as pa
 
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
-from offsets_platform.lake.spark import lazy_sql
+from offsets_platform.lake.spark import interpreted_expressions, lazy_sql
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.models.project import Model, ModelProject, default_project, model_table_specs
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
@@ -81,6 +83,10 @@ DEFAULT_LEASE_WAIT_S = 600.0
 # 8 MB, a refresh of 300,000 records took as long as through delta-spark alone, with 1 MB a
 # sixth less; docs/design.md).
 ARROW_MAX_BYTES = 1024 * 1024
+# A refresh whose sources' data files total at most this many bytes runs its queries with Spark's
+# expressions interpreted rather than compiled (offsets_platform.lake.spark.interpreted_expressions):
+# on so few rows compiling them costs more than it saves.
+INTERPRET_MAX_BYTES = 1024 * 1024
 
 # Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows,
 # and a lock per view name, held from checking a view to recording it: two models that run at once
@@ -149,7 +155,8 @@ class ModelRunner:
     def __init__(self, spark: "SparkSession", lake: Lake, project: ModelProject | None = None,
                  variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print,
                  workers: int = 2, compact_at_files: int = COMPACT_AT_FILES,
-                 lease_wait_s: float = DEFAULT_LEASE_WAIT_S, arrow_max_bytes: int = ARROW_MAX_BYTES):
+                 lease_wait_s: float = DEFAULT_LEASE_WAIT_S, arrow_max_bytes: int = ARROW_MAX_BYTES,
+                 interpret_max_bytes: int = INTERPRET_MAX_BYTES):
         self.spark = spark
         self.project = project or default_project()
         # the lake given, or one on its root that also knows this project's tables
@@ -160,6 +167,7 @@ class ModelRunner:
         self.compact_at_files = compact_at_files
         self.lease_wait_s = lease_wait_s
         self.arrow_max_bytes = arrow_max_bytes  # -1: every read and write through delta-spark
+        self.interpret_max_bytes = interpret_max_bytes  # -1: Spark compiles every refresh's expressions
         self._data_bytes: dict[tuple, int] = {}  # (table, version, appended after) -> bytes: versions never change
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
         self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
@@ -186,7 +194,8 @@ class ModelRunner:
         position = {m.name: index for index, m in enumerate(models, start=1)}
         self._pinned_versions = {}
         try:
-            with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="model") as pool:
+            with self._expressions_for(models), \
+                    ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="model") as pool:
                 running: dict[Future, str] = {}
                 while waiting or running:
                     for name in [name for name, refs in waiting.items() if not refs]:
@@ -205,6 +214,12 @@ class ModelRunner:
                             yield from self._block_downstream(name, waiting)
         finally:
             self._pinned_versions = None
+
+    def _expressions_for(self, models: list[Model]) -> ContextManager[None]:
+        """Interpreted expressions for a refresh of little data, Spark's compiled ones otherwise."""
+        sources = {table for model in models for _, table in model.sources}
+        data = sum(self._bytes_to_read(table, self._source_version(table), None, None) for table in sources)
+        return interpreted_expressions(self.spark) if data <= self.interpret_max_bytes else nullcontext()
 
     def _block_downstream(self, name: str, waiting: dict[str, set[str]]) -> Iterator[ModelRun]:
         """Take every waiting model that refs `name`, directly or not, out of `waiting`."""
