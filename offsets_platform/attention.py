@@ -17,7 +17,9 @@ it) belong to the models; this module only selects, sums and orders their rows:
   what retention deleted), and its age `lag_ms`, that of the oldest unread message still in the log.
 - "abandoned offsets" are those `expirable_offsets.is_abandoned` marks: the group reads on but
   no member subscribes to the topic any more. Their lag and losses are listed as abandoned, never
-  as lag, loss or risk.
+  as lag, loss or risk. So are the losses `unconsumed_messages.is_abandoned` marks, seen while the
+  group had left the topic: they stay no one's once the offset is gone (deleted by a cleanup plan,
+  or expired by Kafka), when expirable_offsets no longer has it.
 
 Every function reads with delta-rs's SQL engine (`Lake.query`); a table no model has written
 yet reads as empty. The rows keep the keys every front end prints, `group` and `partition`
@@ -90,6 +92,11 @@ NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_aban
                                  and a.topic = {t}.topic and a.partition_id = {t}.partition_id)"""
 
 
+# The losses (unconsumed_messages rows) of a group that had left the topic, or has left it now, to
+# leave out.
+LOSS_NOT_ABANDONED = "not {t}.is_abandoned and " + NOT_ABANDONED
+
+
 def due_for_deletion(t: str, within_hours: float) -> str:
     """The condition on retention_forecast rows (alias `t`) of "at risk": retention's next deletion
     of unread messages is due within the hours (due already included), abandoned offsets left out."""
@@ -156,7 +163,7 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
             select group_id, topic, sum(count_lost) as messages_lost,
                    sum(count_lost_at_least) as messages_lost_at_least,
                    count(distinct partition_id) as partitions_lost, max(observed_at) as last_loss_at
-            from unconsumed_messages u where {NOT_ABANDONED.format(t="u")} {observed} group by group_id, topic
+            from unconsumed_messages u where {LOSS_NOT_ABANDONED.format(t="u")} {observed} group by group_id, topic
         ),
         due as (
             select group_id, topic, sum(unread_in_log) as messages_at_risk,

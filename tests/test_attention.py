@@ -31,6 +31,17 @@ def test_abandoned_offsets_are_neither_lag_nor_loss_nor_risk(lake):
                                                   "first_expires_at": at(30)}]
 
 
+def test_a_loss_seen_while_the_group_had_left_the_topic_stays_out_once_the_offset_is_gone(lake):
+    """`g` had left `left` when retention deleted 5 messages there (unconsumed_messages marks it),
+    and a cleanup has deleted the offset since: expirable_offsets no longer has it. `kept`'s loss
+    is a real one."""
+    write(lake, "expirable_offsets", [{"group_id": "g", "topic": "kept", "partition_id": 0, "is_abandoned": False}])
+    write(lake, "unconsumed_messages", [{"group_id": "g", "topic": topic, "partition_id": 0, "count_lost": lost,
+                                         "observed_at": at(1), "is_abandoned": topic == "left"}
+                                        for topic, lost in (("kept", 3), ("left", 5))])
+    assert [(row["topic"], row["messages_lost"]) for row in attention.retention_losses(lake)] == [("kept", 3)]
+
+
 def test_groups_without_lag_are_listed_only_when_asked(lake):
     write(lake, "consumer_lag", [{"group_id": g, "topic": "t", "partition_id": 0, "lag_messages": lag}
                                  for g, lag in (("behind", 3), ("caught-up", 0))])

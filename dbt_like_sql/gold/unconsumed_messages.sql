@@ -23,6 +23,12 @@
 -- later offset alone would miss a loss whenever the consumer reset past the deleted range and
 -- committed before the next snapshot.
 --
+-- A group that had left the topic lost nothing it meant to read: is_abandoned marks the losses
+-- seen while, at both snapshots, the group had members, each member's subscription was known (a
+-- list of topic names) and none named the topic. That is the state in which expirable_offsets
+-- calls an offset abandoned, read from the snapshots of the interval rather than from now, so it
+-- still holds once the offset is gone (deleted by a cleanup plan, or expired by Kafka).
+--
 -- Watched groups: a topic listed in the watched_groups variable is watched by the groups listed,
 -- on every partition; a listed group that held no offset at some point of the interval consumed
 -- none of what was deleted. Any other topic's partition is watched by the groups that held an
@@ -64,6 +70,19 @@ fetches as (
         group_id,
         min(fetched_at) as fetched_at
     from {{ ref('stg_snapshots__committed_offsets') }}
+    group by snapshot_id, group_id
+),
+
+subscriptions as (
+    -- per snapshot and group: whether every member's subscription is a list of topic names (not
+    -- a regular expression, nor a classic member's subscription the snapshot could not decode),
+    -- and the topics they name
+    select
+        snapshot_id,
+        group_id,
+        bool_and(subscribed_topics is not null and subscribed_topic_regex is null) as is_known,
+        array_distinct(flatten(collect_list(coalesce(subscribed_topics, array())))) as topics
+    from {{ ref('stg_snapshots__group_members') }}
     group by snapshot_id, group_id
 ),
 
@@ -201,6 +220,8 @@ facts as (
         m.partition_id,
         w.group_id,
         w.watched_by,
+        m.snapshot_id,
+        m.previous_snapshot_id,
         m.snapshot_at as observed_at,
         m.previous_snapshot_at,
         coalesce(f.fetched_at, m.previous_snapshot_at) as interval_start_at,
@@ -353,6 +374,11 @@ select
     greatest(l.log_start_offset - l.certainly_lost_from_offset, 0) as count_lost_at_least,
     l.held_throughout as is_held_throughout,
     c.is_commit_chain_complete,
+    coalesce(
+        before.is_known and after.is_known
+        and not array_contains(before.topics, l.topic) and not array_contains(after.topics, l.topic),
+        false
+    ) as is_abandoned,
     l.interval_start_at,
     l.interval_end_at,
     l.retention_ms,
@@ -363,3 +389,5 @@ inner join chains as c
     on
         l.topic = c.topic and l.partition_id = c.partition_id and l.group_id = c.group_id
         and l.observed_at = c.observed_at
+left join subscriptions as before on l.previous_snapshot_id = before.snapshot_id and l.group_id = before.group_id
+left join subscriptions as after on l.snapshot_id = after.snapshot_id and l.group_id = after.group_id

@@ -63,7 +63,8 @@ def read_table(lake: Lake, name: str, columns: list[str], with_abandoned: bool =
         frame = lake.read_arrow(name, columns=columns).to_pandas()
     else:
         selected = ", ".join(f't."{column}"' for column in columns)
-        frame = lake.query(f"select {selected} from {name} t where {attention.NOT_ABANDONED.format(t='t')}",
+        condition = attention.LOSS_NOT_ABANDONED if name == "unconsumed_messages" else attention.NOT_ABANDONED
+        frame = lake.query(f"select {selected} from {name} t where {condition.format(t='t')}",
                            name, "expirable_offsets").to_pandas()
     for column in frame.columns:
         if isinstance(frame[column].dtype, pd.DatetimeTZDtype):

@@ -11,7 +11,8 @@ whose log start moves 0 -> 60 -> 150 while the log end grows 100 -> 200 -> 300:
   range and commits 120 before the second snapshot (the log shows each commit);
 - `one-partition` holds an offset on partition 0 of `pair` only, whose partition 1 loses 50;
 - `moved` is Stable throughout, its member subscribed to `events` only: its offset on `resets`,
-  which it stopped reading at 40, is abandoned, so its lag and losses there are no backlog.
+  which it stopped reading at 40, is abandoned, so its lag and losses there are no backlog;
+  `reader`, Stable throughout with its member subscribed to `resets`, is stuck at 40 there too.
 
 One partition each, whose log start moves 0 -> 60 between the first two snapshots, where those
 snapshots record when they read each group's offsets and each log start:
@@ -79,14 +80,16 @@ def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopp
             for t in ("events", "clicks", "state")]
     logs += [{"topic": t, "partition": p, "log_start_offset": log_start, "log_end_offset": end}
              for (t, p), log_start in other_starts.items()]
-    moved = {"group": "moved", "state": "Stable", "protocol_type": "consumer", "protocol": "", "member_count": 1}
+    moved, reader = ({"group": group, "state": "Stable", "protocol_type": "consumer", "protocol": "", "member_count": 1}
+                     for group in ("moved", "reader"))
     b.snapshot(when, topics=topics + [row for extra in extras for row in extra["topics"]],
                logs=logs + [row for extra in extras for row in extra["logs"]],
                groups=[{"group": "stopped", "state": stopped_state, "protocol_type": "consumer", "protocol": "",
-                        "member_count": 1 if stopped_state == "Stable" else 0}, moved],
+                        "member_count": 1 if stopped_state == "Stable" else 0}, moved, reader],
                members=([{"group": "stopped", "member_id": "m1", "subscribed_topics": ["events"]}]
                         if stopped_state == "Stable" else []) +
-               [{"group": "moved", "member_id": "m2", "subscribed_topics": ["events"]}],
+               [{"group": "moved", "member_id": "m2", "subscribed_topics": ["events"]},
+                {"group": "reader", "member_id": "m3", "subscribed_topics": ["resets"]}],
                offsets=[{"group": g, "topic": t, "partition": 0, "committed_offset": o}
                         for (g, t), o in offsets.items()] + [row for extra in extras for row in extra["offsets"]])
 
@@ -95,7 +98,7 @@ def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopp
 def lake(spark, module_lake):
     b = BronzeBuilder()
     seconds = [timedelta(seconds=n) for n in range(61)]
-    others = {("one-partition", "pair"): 10, ("moved", "resets"): 40}
+    others = {("one-partition", "pair"): 10, ("moved", "resets"): 40, ("reader", "resets"): 40}
     read_times = {("early", "early-commits"): 80, ("late", "late-commits"): 40, ("tidy", "both-policies"): 10,
                   ("bare", "no-policy"): 10, ("compacted", "compacted-commits"): 40}
     fetched = dict.fromkeys(["early", "late", "newcomer", "tidy", "bare", "compacted"], seconds[30])
@@ -239,6 +242,18 @@ def test_an_offset_on_a_topic_no_member_subscribes_to_is_abandoned(lake):
     assert offsets[("moved", "events")]["is_abandoned"] is False  # subscribed
     # an Empty group has no member reading on: its offsets are a stopped group's, not abandoned
     assert offsets[("stopped", "events")]["is_abandoned"] is False
+
+
+def test_a_loss_while_the_group_had_left_the_topic_is_marked_abandoned(lake):
+    facts = rows_by(lake, "unconsumed_messages", "group_id", "topic", "observed_at")
+    # both lost [40, 60) of `resets`; at both snapshots `moved`'s member read `events` only, while
+    # `reader`'s read `resets`. The mark comes from those snapshots, so it stays once the
+    # abandoned offset is gone.
+    assert [(facts[(group, "resets", S2)]["count_lost"], facts[(group, "resets", S2)]["is_abandoned"])
+            for group in ("moved", "reader")] == [(20, True), (20, False)]
+    # no member at S2 (stopped was Empty), none described at all (slow): nothing known was left
+    assert facts[("stopped", "events", S2)]["is_abandoned"] is False
+    assert facts[("slow", "events", S2)]["is_abandoned"] is False
 
 
 def test_stopped_group_expires_retention_after_the_first_snapshot_that_saw_it_empty(lake):
