@@ -11,6 +11,7 @@ so a password typed into the launchpad would be kept there in plain text.
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import ExitStack, contextmanager
 from dataclasses import fields, replace
 from typing import Iterator, Optional
@@ -133,14 +134,44 @@ class LakeResource(ConfigurableResource):
         return lake_for_models(self.root or Settings.from_env().lake_root)  # a folder or an s3:// URI
 
 
+# The steps that always use Spark: the models' and the prune's (a source table's check uses it only
+# for a table too large to validate in the run's process).
+SPARK_STEPS = frozenset({"models", "prune_offset_commit_records"})
+
+
 class SparkResource(ConfigurableResource):
     """The SparkSession the models run on (one per run with the in-process executor)."""
 
     master: str = Field(default="", description="Spark master; empty = $OFFSETS_PLATFORM_SPARK_MASTER or local[*]")
     remote: str = Field(default="", description="Spark Connect endpoint (sc://host:port); overrides master")
 
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """A run that will execute a step of SPARK_STEPS starts its session now, in the background:
+        the JVM's start (seconds) then overlaps the steps before it (the snapshot, ingest, the
+        bronze tables' checks) instead of following them. The step's own `session()` returns the
+        session once it is up, or fails with the reason if starting it failed."""
+        if _executes_any(context, SPARK_STEPS):
+            threading.Thread(target=self._start_early, name="spark-start", daemon=True).start()
+
+    def _start_early(self) -> None:
+        try:
+            self.session()
+        except Exception:  # noqa: BLE001 - the step's own call raises it again, where it is reported
+            pass
+
     def session(self):
         from offsets_platform.lake.spark import get_spark
 
         settings = Settings.from_env()
         return get_spark(master=self.master or settings.spark_master, remote=self.remote or settings.spark_remote)
+
+
+def _executes_any(context: InitResourceContext, step_keys: frozenset[str]) -> bool:
+    """Whether the run being set up executes one of the steps (False outside a run)."""
+    run, instance = context.dagster_run, context.instance
+    if run is None or instance is None or run.execution_plan_snapshot_id is None:
+        return False
+    keys = run.step_keys_to_execute
+    if keys is None:
+        keys = [step.key for step in instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id).steps]
+    return not step_keys.isdisjoint(keys)
