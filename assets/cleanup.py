@@ -31,7 +31,7 @@ from pydantic import Field
 from assets.resources import KafkaResource, LakeResource
 from assets.table_specs import table_asset_spec, table_metadata
 from offsets_platform.cleanup.apply import apply_plan
-from offsets_platform.cleanup.approvals import approve, removals_since_made
+from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plan_list import open_plan_ids
 from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, CleanupPlan, PlanError, build_plan, facts_text, load_plan,
@@ -156,9 +156,6 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
                      f"the actions to approve and their facts:\n"
                      + "\n".join(f"{a.action_id}  {a.describe()}: {a.reason}\n    facts: {facts_text(a.facts)}"
                                   for a in chosen))
-    older = removals_since_made(the_lake, plan)
-    if older:
-        context.log.warning(older)
     approver = run_identity(context)
     if approver is None:
         raise Failure(description=f"this run names no one: launch it with the tag {IDENTITY_TAGS[1]}=YOUR_NAME "
@@ -169,6 +166,8 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
                            comment=config.comment, refuse_older_facts=config.refuse_older_facts)
     except PlanError as error:  # the reason alone, not a stack trace, heads the failed run
         raise Failure(description=str(error), allow_retries=False) from error
+    if approval.older_facts:
+        context.log.warning(approval.older_facts)
     context.log.info(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {plan_id}")
     return Output(None, metadata={
         "plan_id": plan.plan_id,
@@ -176,7 +175,7 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
         "approved_by": approval.approved_by,
         "actions_approved": len(approval.action_ids),
         "actions": MetadataValue.md(facts),
-        "facts": older or f"the models' tables when the plan was made ({plan.created_at:%Y-%m-%d %H:%M} UTC); "
+        "facts": approval.older_facts or f"the models' tables when the plan was made ({plan.created_at:%Y-%m-%d %H:%M} UTC); "
                           "no removal was done since",
     })
 

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from dagster import MetadataValue
 
 from offsets_platform import attention
-from offsets_platform.durations import age_text
+from offsets_platform.durations import age_text, time_left_text
 from offsets_platform.lake import Lake
 
 # Rows shown in a Markdown table; the rest are counted in a last line.
@@ -38,14 +38,14 @@ def key_numbers(lake: Lake, model: str) -> dict:
 
 def group_state_numbers(lake: Lake) -> dict:
     """Groups by state, and by kind of group within each state."""
+    rows = attention.groups_by_state(lake)
     by_state: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for row in attention.groups_by_state(lake):
+    for row in rows:
         by_state[row["state"]][row["classification"]] += row["groups"]
-    totals = {state: sum(kinds.values()) for state, kinds in by_state.items()}
-    states = sorted(by_state, key=lambda state: (-totals[state], state))
+    totals = attention.state_totals(rows)
     table = markdown_table(["state", "groups", *(label for _, label in _CLASSIFICATIONS)],
-                           [[state, totals[state], *(by_state[state][value] for value, _ in _CLASSIFICATIONS)]
-                            for state in states],
+                           [[state, total, *(by_state[state][value] for value, _ in _CLASSIFICATIONS)]
+                            for state, total in totals.items()],
                            empty="No groups known.")
     return {
         "groups": sum(totals.values()),
@@ -62,9 +62,9 @@ def expirable_offsets_numbers(lake: Lake) -> dict:
     by_rule = attention.expiration_by_rule(lake, hours)
     soon = attention.expiring_by_topic(lake, hours)
     table = markdown_table(["group", "topic", "rule", "partitions", "of them due now", "first expires at",
-                            "hours left"],
+                            "time left"],
                            [[row["group"], row["topic"], row["rule"], row["partitions"], row["due_now"],
-                             _time(row["first_expires_at"]), _hours_left(row["hours_until_first"])] for row in soon],
+                             _time(row["first_expires_at"]), time_left_text(row["hours_until_first"])] for row in soon],
                            empty=f"No committed offset expires within {hours} h.")
     abandoned = attention.abandoned_offsets(lake)
     return {
@@ -161,11 +161,6 @@ def _cell(value) -> str:
     if value is None:
         return ""
     return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
-def _hours_left(hours: float) -> str:
-    # An offset already due expires at Kafka's next retention check, not "-48 hours" from now.
-    return "due now" if hours <= 0 else f"{hours:.1f}"
 
 
 def _age(milliseconds: int | None) -> str:

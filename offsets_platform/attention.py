@@ -49,6 +49,14 @@ def groups_by_state(lake: Lake) -> list[dict]:
                       "group_state").to_pylist()
 
 
+def state_totals(by_state: list[dict]) -> dict[str, int]:
+    """`groups_by_state`'s rows summed per state: {state: groups}, most groups first, then by name."""
+    totals: dict[str, int] = {}
+    for row in by_state:
+        totals[row["state"]] = totals.get(row["state"], 0) + row["groups"]
+    return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
+
+
 def expiration_by_rule(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
     """Per expiration rule: offsets, due_now (Kafka expires them at its next check), due_within
     (not yet due, expiring within `within_hours`), next_expiry_at (of those not yet due)."""

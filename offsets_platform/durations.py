@@ -11,3 +11,9 @@ def age_text(seconds: float) -> str:
             parts.append(f"{remaining // size}{unit}")
             remaining %= size
     return " ".join(parts[:2])
+
+
+def time_left_text(hours: float) -> str:
+    """Hours until something Kafka does on its own: "due now" once due (an offset past its expiry
+    goes at Kafka's next retention check, not "-48 hours" from now), else as `age_text`."""
+    return "due now" if hours <= 0 else age_text(hours * 3600)

@@ -103,11 +103,9 @@ def headline(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOURS) -> 
     at risk, expirations, abandoned offsets, cleanup), from the same queries as every other surface."""
     if not lake.exists("group_state"):
         return ["The models have not run yet."]
-    totals: dict[str, int] = {}
-    for row in attention.groups_by_state(lake):
-        totals[row["state"]] = totals.get(row["state"], 0) + row["groups"]
+    totals = attention.state_totals(attention.groups_by_state(lake))
     sentences = [f"{_count(sum(totals.values()), 'group')}: "
-                 + ", ".join(f"{count:,} {state}" for state, count in sorted(totals.items(), key=lambda i: -i[1])) + "."
+                 + ", ".join(f"{count:,} {state}" for state, count in totals.items()) + "."
                  if totals else "No groups known yet."]
     lagging = attention.lag_by_group(lake)
     sentences.append(

@@ -31,6 +31,7 @@ class Approval:
     approved_by: str
     approved_at: datetime
     comment: str | None
+    older_facts: str | None = None  # what `removals_since_made` says of the plan, when not refused
 
 
 def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | None = None,
@@ -40,7 +41,8 @@ def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | 
 
     `allow_self_approval` None means "as $OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL says" (default no).
     `refuse_older_facts`: refuse a plan made before removals the audit shows done since
-    (`removals_since_made`); callers that do not refuse show that warning instead.
+    (`removals_since_made`); otherwise the approval carries that warning (`older_facts`) for the
+    caller to show.
 
     Raises:
         PlanError: the plan is unknown, expired or already applied, an action id is not in it,
@@ -58,12 +60,13 @@ def approve(lake: Lake, plan_id: str, approved_by: str, action_ids: list[str] | 
         raise PlanError(f"plan {plan_id} expired at {plan.expires_at:%Y-%m-%d %H:%M} UTC; build a new plan")
     if applied(lake, plan_id):
         raise PlanError(f"plan {plan_id} has already been applied; build a new plan")
-    if refuse_older_facts and (older := removals_since_made(lake, plan)):
+    older = removals_since_made(lake, plan)
+    if refuse_older_facts and older:
         raise PlanError(f"refused: {older}")
     chosen = tuple(action_ids) if action_ids else tuple(a.action_id for a in plan.actions)
     for action_id in chosen:
         plan.action(action_id)  # raises for an id that is not in the plan
-    approval = Approval(uuid.uuid4().hex[:12], plan_id, chosen, approved_by.strip(), now, comment)
+    approval = Approval(uuid.uuid4().hex[:12], plan_id, chosen, approved_by.strip(), now, comment, older)
     lake.append(APPROVALS, pa.Table.from_pylist([
         {"approval_id": approval.approval_id, "plan_id": plan_id, "action_id": action_id,
          "approved_by": approval.approved_by, "approved_at": now, "comment": comment} for action_id in chosen]))

@@ -30,10 +30,11 @@ def plan_summaries(lake: Lake, limit: int | None = None, now: datetime | None = 
         from {PLANS} group by plan_id order by created_at desc, plan_id
         {f"limit {int(limit)}" if limit else ""}""", PLANS).to_pylist()
     four_eyes = not self_approval_permitted()
+    latest = _latest_outcomes(lake)
     summaries = []
     for row in plans:
         plan = load_plan(lake, row["plan_id"])
-        outcomes = _latest_outcomes(lake, plan.plan_id)
+        outcomes = latest.get(plan.plan_id, {})
         counts = {outcome: sum(value == outcome for value in outcomes.values()) for outcome in (DELETED, SKIPPED, FAILED)}
         approved = len(approved_actions(lake, plan, by_author=not four_eyes))
         if counts[DELETED] == len(plan.actions):
@@ -56,12 +57,17 @@ def open_plan_ids(lake: Lake, now: datetime | None = None) -> list[str]:
         select plan_id, min(created_at) as created_at, count(*) as actions
         from {PLANS} where expires_at > {lake_timestamp(now)}
         group by plan_id order by created_at desc, plan_id""", PLANS).to_pylist()
+    latest = _latest_outcomes(lake)
     return [row["plan_id"] for row in plans
-            if sum(outcome == DELETED for outcome in _latest_outcomes(lake, row["plan_id"]).values()) < row["actions"]]
+            if sum(outcome == DELETED for outcome in latest.get(row["plan_id"], {}).values()) < row["actions"]]
 
 
-def _latest_outcomes(lake: Lake, plan_id: str) -> dict[str, str]:
-    """action id -> its latest outcome in the audit, dry runs left out."""
-    rows = lake.query(f"select action_id, outcome from {AUDIT} where plan_id = {lake_string(plan_id)} "
+def _latest_outcomes(lake: Lake) -> dict[str, dict[str, str]]:
+    """plan id -> action id -> the action's latest outcome in the audit, dry runs left out (one
+    query for every plan: the sensor asks every minute)."""
+    rows = lake.query(f"select plan_id, action_id, outcome from {AUDIT} where plan_id is not null "
                       f"and outcome <> {lake_string(DRY_RUN)} order by at", AUDIT).to_pylist()
-    return {row["action_id"]: row["outcome"] for row in rows}
+    latest: dict[str, dict[str, str]] = {}
+    for row in rows:
+        latest.setdefault(row["plan_id"], {})[row["action_id"]] = row["outcome"]
+    return latest

@@ -128,15 +128,13 @@ def _show(args, settings: Settings) -> int:
 
 
 def _approve(args, settings: Settings) -> int:
-    from offsets_platform.cleanup.approvals import approve, removals_since_made
-    from offsets_platform.cleanup.plans import load_plan
+    from offsets_platform.cleanup.approvals import approve
 
     lake = lake_of(args, settings, must_exist=True)
     approval = approve(lake, args.plan_id, requester(args), action_ids=args.action or None, comment=args.comment,
                        refuse_older_facts=args.refuse_older_facts)
-    older = removals_since_made(lake, load_plan(lake, args.plan_id))
-    if older:
-        print(f"warning: {older}", file=sys.stderr)
+    if approval.older_facts:
+        print(f"warning: {approval.older_facts}", file=sys.stderr)
     print(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {args.plan_id}")
     return 0
 

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from offsets_platform.durations import age_text
+from offsets_platform.durations import time_left_text
 from offsets_platform.lake import Lake
 from offsets_platform.attention import (
     DEFAULT_WITHIN_HOURS, abandoned_offsets, cleanup_rows, expiring_by_topic, offset_deletes_by_topic, retention_losses,
@@ -162,10 +162,7 @@ def _table(element_id: str, rows: list[dict], columns: list[str]) -> str:
 
 
 def _hours(hours: float | None) -> str:
-    # an offset already due expires at Kafka's next retention check, not "-48 hours" from now
-    if hours is None:
-        return "<td></td>"
-    return f'<td class="num">{"due now" if hours <= 0 else age_text(hours * 3600)}</td>'
+    return "<td></td>" if hours is None else f'<td class="num">{time_left_text(hours)}</td>'
 
 
 def _cell(value) -> str:

@@ -16,7 +16,6 @@ from offsets_platform.cleanup.plan_list import (APPLIED, APPROVED, AWAITING_APPR
                                                plan_summaries)
 from offsets_platform.cleanup.plans import CleanupPlan, PlannedAction, save_plan
 from offsets_platform.cli import main
-from offsets_platform.durations import age_text
 
 pytestmark = pytest.mark.fast
 
@@ -93,11 +92,6 @@ def test_the_command_prints_a_table_or_json(lake, capsys):
     assert line.split()[0] == "p1" and "1d 2h" in line and line.endswith("awaiting approval")
     assert main(["plans", "--home", home, "--output", "json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["state"] == AWAITING_APPROVAL
-
-
-def test_ages_in_their_two_largest_units():
-    assert [age_text(s) for s in (0, 59, 61, 3725, 86_405, 200_000)] == ["0s", "59s", "1m 1s", "1h 2m", "1d 0h",
-                                                                         "2d 7h"]
 
 
 def test_facts_are_printed_as_text_not_python():

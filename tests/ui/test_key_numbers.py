@@ -94,7 +94,7 @@ def test_offsets_expiring_within_24_hours(lake):
     assert numbers["abandoned_offsets"] == 1
     assert numbers["expiring_within_24h"].value.splitlines()[2:] == [
         "| expired | orders | empty_group | 1 | 1 | 2026-01-09 00:00 UTC | due now |",
-        "| soon | orders | empty_group | 2 | 0 | 2026-01-11 12:00 UTC | 12.0 |"]
+        "| soon | orders | empty_group | 2 | 0 | 2026-01-11 12:00 UTC | 12h 0m |"]
     # The same count as the model's rows say, read independently.
     rows = lake.read_arrow("expirable_offsets").to_pylist()
     assert sum(1 for r in rows if not r["is_expired"] and r["hours_until_expiry"] is not None
