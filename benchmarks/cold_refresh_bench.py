@@ -3,7 +3,7 @@ first full refresh, then a second one in the same session, with Spark's expressi
 (the runner's choice for a refresh of little data, INTERPRET_MAX_BYTES) beside compiled.
 
 Each measurement is a child process of its own (a new JVM, as a run gets), on a copy of one
-generated lake (`proving_ground.workload.scale_lake`: the generator's history written to bronze as
+generated lake (`refresh_paths_bench.generated_lake`: the generator's history written to bronze as
 ingest writes it, and two snapshots). The two ways alternate, REPEATS times each, so that other
 work on the machine weighs on both alike; medians are printed and written as JSON.
 
@@ -22,9 +22,8 @@ import tempfile
 from pathlib import Path
 
 from ingest_bench import write_results  # benchmarks/ is on sys.path when this file runs as a script
-from offsets_platform.models import lake_for_models
 from offsets_platform.models.runner import INTERPRET_MAX_BYTES
-from proving_ground.workload.scale_lake import BronzeFeed, add_snapshots
+from refresh_paths_bench import generated_lake
 
 WAYS = {"interpreted": INTERPRET_MAX_BYTES, "compiled": -1}
 
@@ -67,10 +66,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {way: [] for way in WAYS}
     with tempfile.TemporaryDirectory(prefix="cold-refresh-bronze-") as folder:
         bronze = Path(folder) / "lake"
-        lake = lake_for_models(bronze)
-        BronzeFeed(lake, args.records, groups=max(10, args.records // 300),
-                   topic_partitions=max(100, args.records // 30)).append(args.records, "build")
-        add_snapshots(lake)
+        generated_lake(bronze, args.records)
         for repeat in range(args.repeats):
             for way, interpret_max_bytes in WAYS.items():
                 runs[way].append(measure(bronze, interpret_max_bytes))

@@ -30,6 +30,15 @@ from proving_ground.workload.scale_lake import BronzeFeed, add_snapshots
 PATHS = {"via Arrow": ARROW_MAX_BYTES, "delta-spark alone": -1}
 
 
+def generated_lake(bronze: Path, records: int) -> None:
+    """A bronze lake at `bronze` of `records` generated records, shaped by their number (a group
+    per 300 records, a topic partition per 30), and two snapshots."""
+    lake = lake_for_models(bronze)
+    BronzeFeed(lake, records, groups=max(10, records // 300), topic_partitions=max(100, records // 30)
+               ).append(records, "build")
+    add_snapshots(lake)
+
+
 def refresh(spark, bronze: Path, arrow_max_bytes: int) -> float:
     """One full refresh on a copy of the bronze lake (no model table yet); seconds."""
     with tempfile.TemporaryDirectory(prefix="refresh-paths-") as folder:
@@ -53,11 +62,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="refresh-paths-bronze-") as folder:
         for records in args.records:
             bronze = Path(folder) / f"lake-{records}"
-            lake = lake_for_models(bronze)
-            BronzeFeed(lake, records, groups=max(10, records // 300), topic_partitions=max(100, records // 30)
-                       ).append(records, "build")
-            add_snapshots(lake)
-            assert not lake.exists(RUNS_TABLE)
+            generated_lake(bronze, records)
+            assert not lake_for_models(bronze).exists(RUNS_TABLE)
             refresh(spark, bronze, ARROW_MAX_BYTES)  # warm-up: Spark compiles the models' code once
             seconds: dict[str, list[float]] = {path: [] for path in PATHS}
             for repeat in range(args.repeats):
