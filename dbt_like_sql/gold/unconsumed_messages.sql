@@ -26,7 +26,8 @@
 -- A group that had left the topic lost nothing it meant to read: is_abandoned marks the losses
 -- seen while, at both snapshots, the group had members, each member's subscription was known (a
 -- list of topic names) and none named the topic. That is the state in which expirable_offsets
--- calls an offset abandoned, read from the snapshots of the interval rather than from now, so it
+-- calls an offset abandoned (the coordinator's isSubscribedToTopic false for a group with members:
+-- ClassicGroup, ConsumerGroup), read from the snapshots of the interval rather than from now, so it
 -- still holds once the offset is gone (deleted by a cleanup plan, or expired by Kafka).
 --
 -- Watched groups: a topic listed in the watched_groups variable is watched by the groups listed,
