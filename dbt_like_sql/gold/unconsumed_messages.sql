@@ -34,15 +34,36 @@
 -- on every partition; a listed group that held no offset at some point of the interval consumed
 -- none of what was deleted. Any other topic's partition is watched by the groups that held an
 -- offset on that partition during the interval.
+--
+-- Incremental: a loss, once its move's interval is behind what ingest and the snapshots have
+-- delivered, depends on nothing that arrives later but the commit-chain check. A run therefore
+-- redoes only the moves whose interval, or its span to the next snapshot's read, reaches the
+-- earliest data new since the last run (redo_from): the moves of a new snapshot, the move before
+-- them (its next_listed_at), and the moves a commit ingested now falls in (ingest reads each
+-- partition of the log in order, but partitions arrive at their own pace, and a transaction's
+-- commits at its marker). The losses those moves no longer show are withdrawn (deleted). The
+-- chain check of a loss waits on its read_past record: the group's next commit before the next
+-- snapshot's read, which never changes once ingested, else the partition's latest record, which
+-- moves with each ingest; the losses kept without a next commit have their check redone.
 {% set watched = var('watched_groups', {}) %}
-with snapshots as (
+with {% if is_incremental() -%}
+    redo_from as (  -- noqa: ST03
+        select
+            least(
+                (select min(appended_at) from {{ ref('stg_kafka__offset_commits', new_only=true) }}),
+                (select min(snapshot_at) from {{ ref('stg_snapshots__complete_snapshots', new_only=true) }})
+            ) as redo_from_at
+    ),
+
+{% endif -%}
+snapshots as (
     select
         snapshot_id,
         snapshot_at
     from {{ ref('stg_snapshots__complete_snapshots') }}
 ),
 
-moves as (
+all_moves as (
     -- listed_at: when the snapshot read the log start (its stamp, in snapshots that did not
     -- record it); next_listed_at: the same of the next snapshot
     select * from (
@@ -62,6 +83,14 @@ moves as (
         window w as (partition by o.topic, o.partition_id order by s.snapshot_at)
     )
     where log_start_offset > previous_log_start_offset
+),
+
+moves as (
+    -- the moves this run judges
+    select * from all_moves
+    {% if is_incremental() %}
+        where coalesce(next_listed_at, listed_at) >= (select redo_from_at from redo_from)
+    {% endif %}
 ),
 
 fetches as (
@@ -259,9 +288,77 @@ facts as (
 ),
 
 losses as (
-    select *
-    from facts
-    where log_start_offset > lost_from_offset
+    -- the losses of the moves judged, with every stored column but the commit-chain check
+    select
+        l.topic,
+        l.partition_id,
+        l.group_id,
+        l.watched_by,
+        l.observed_at,
+        l.previous_snapshot_at,
+        l.previous_log_start_offset,
+        l.log_start_offset,
+        l.committed_offset_at_start,
+        l.committed_offset,
+        l.count_log_records_between,
+        l.lost_from_offset,
+        l.log_start_offset as lost_to_offset,
+        l.log_start_offset - l.lost_from_offset as count_lost,
+        greatest(l.log_start_offset - l.certainly_lost_from_offset, 0) as count_lost_at_least,
+        l.held_throughout as is_held_throughout,
+        coalesce(
+            before.is_known and after.is_known
+            and not array_contains(before.topics, l.topic) and not array_contains(after.topics, l.topic),
+            false
+        ) as is_abandoned,
+        l.interval_start_at,
+        l.interval_end_at,
+        l.retention_ms,
+        l.retention_bytes,
+        l.cleanup_policy,
+        l.next_source_offset as next_commit_source_offset
+    from facts as l
+    left join subscriptions as before on l.previous_snapshot_id = before.snapshot_id and l.group_id = before.group_id
+    left join subscriptions as after on l.snapshot_id = after.snapshot_id and l.group_id = after.group_id
+    where l.log_start_offset > l.lost_from_offset
+),
+
+{% if is_incremental() -%}
+    kept as (  -- noqa: ST03
+        -- the losses stored for the moves not judged again
+        select t.*
+        from {{ this }} as t
+        left anti join moves as m
+            on t.topic = m.topic and t.partition_id = m.partition_id and t.observed_at = m.snapshot_at
+        where coalesce(t.interval_end_at < (select redo_from_at from redo_from), true)
+    ),
+
+{% endif -%}
+chain_checks as (
+    -- the losses whose commit chain this run checks: those of the moves judged, and the kept ones
+    -- whose read_past record is still the partition's latest
+    select
+        topic,
+        partition_id,
+        group_id,
+        observed_at,
+        interval_start_at,
+        interval_end_at,
+        next_commit_source_offset
+    from losses
+    {% if is_incremental() %}
+        union all
+        select
+            topic,
+            partition_id,
+            group_id,
+            observed_at,
+            interval_start_at,
+            interval_end_at,
+            next_commit_source_offset
+        from kept
+        where next_commit_source_offset is null
+    {% endif %}
 ),
 
 group_partitions as (
@@ -309,9 +406,9 @@ read_past as (
         l.observed_at,
         l.interval_start_at,
         p.source_partition,
-        coalesce(l.next_source_offset, case when e.appended_at > l.interval_end_at then e.source_offset end)
+        coalesce(l.next_commit_source_offset, case when e.appended_at > l.interval_end_at then e.source_offset end)
             as read_past_offset
-    from losses as l
+    from chain_checks as l
     left join group_partitions as p on l.group_id = p.group_id
     left join partition_ends as e on p.source_partition = e.source_partition
 ),
@@ -357,38 +454,46 @@ chains as (
     group by r.topic, r.partition_id, r.group_id, r.observed_at, r.read_past_offset, f.read_from_offset
 )
 
+{% set stored_columns = [
+    'topic', 'partition_id', 'group_id', 'watched_by', 'observed_at', 'previous_snapshot_at',
+    'previous_log_start_offset', 'log_start_offset', 'committed_offset_at_start', 'committed_offset',
+    'count_log_records_between', 'lost_from_offset', 'lost_to_offset', 'count_lost', 'count_lost_at_least',
+    'is_held_throughout', 'is_abandoned', 'interval_start_at', 'interval_end_at', 'retention_ms',
+    'retention_bytes', 'cleanup_policy', 'next_commit_source_offset'
+] %}
+{% macro same_loss(a, b) -%}
+    {{ a }}.topic = {{ b }}.topic and {{ a }}.partition_id = {{ b }}.partition_id
+    and {{ a }}.group_id = {{ b }}.group_id and {{ a }}.observed_at = {{ b }}.observed_at
+{%- endmacro %}
 select
-    l.topic,
-    l.partition_id,
-    l.group_id,
-    l.watched_by,
-    l.observed_at,
-    l.previous_snapshot_at,
-    l.previous_log_start_offset,
-    l.log_start_offset,
-    l.committed_offset_at_start,
-    l.committed_offset,
-    l.count_log_records_between,
-    l.lost_from_offset,
-    l.log_start_offset as lost_to_offset,
-    l.log_start_offset - l.lost_from_offset as count_lost,
-    greatest(l.log_start_offset - l.certainly_lost_from_offset, 0) as count_lost_at_least,
-    l.held_throughout as is_held_throughout,
+    {%- for column in stored_columns %}
+        l.{{ column }},
+    {%- endfor %}
     c.is_commit_chain_complete,
-    coalesce(
-        before.is_known and after.is_known
-        and not array_contains(before.topics, l.topic) and not array_contains(after.topics, l.topic),
-        false
-    ) as is_abandoned,
-    l.interval_start_at,
-    l.interval_end_at,
-    l.retention_ms,
-    l.retention_bytes,
-    l.cleanup_policy
+    false as is_withdrawn
 from losses as l
-inner join chains as c
-    on
-        l.topic = c.topic and l.partition_id = c.partition_id and l.group_id = c.group_id
-        and l.observed_at = c.observed_at
-left join subscriptions as before on l.previous_snapshot_id = before.snapshot_id and l.group_id = before.group_id
-left join subscriptions as after on l.snapshot_id = after.snapshot_id and l.group_id = after.group_id
+inner join chains as c on {{ same_loss('l', 'c') }}
+{% if is_incremental() %}
+    union all
+    -- a kept loss whose commit-chain check came out otherwise this time
+    select
+        {%- for column in stored_columns %}
+            k.{{ column }},
+        {%- endfor %}
+        c.is_commit_chain_complete,
+        false
+    from kept as k
+    inner join chains as c on {{ same_loss('k', 'c') }}
+    where c.is_commit_chain_complete != k.is_commit_chain_complete
+    union all
+    -- a stored loss of a move judged again that the move no longer shows
+    select
+        {%- for column in stored_columns %}
+            t.{{ column }},
+        {%- endfor %}
+        t.is_commit_chain_complete,
+        true
+    from {{ this }} as t
+    left anti join kept as k on {{ same_loss('t', 'k') }}
+    left anti join losses as l on {{ same_loss('t', 'l') }}
+{% endif %}

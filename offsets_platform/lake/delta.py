@@ -436,14 +436,28 @@ class Lake:
         Arrow (for a small result); `delete_when` as in `merge`. Returns the rows merged."""
         spec = self.spec(name)
         flag = (delete_when,) if delete_when else ()
+        # A merge of no rows commits nothing: a new version would make every model that reads the
+        # table run again for nothing.
         if via_arrow:
             rows = _conformed(frame, spec, keep=flag).toArrow()
-            self.merge(name, rows, delete_when)
+            if rows.num_rows:
+                self.merge(name, rows, delete_when)
             return rows.num_rows
+        # computed once, kept for the merge
+        rows = _conformed(frame, spec, keep=flag).persist()
+        try:
+            if rows.isEmpty():
+                return 0
+            return self._spark_merge_rows(name, rows, delete_when)
+        finally:
+            rows.unpersist()
+
+    def _spark_merge_rows(self, name: str, rows: "DataFrame", delete_when: str) -> int:
+        spec = self.spec(name)
         before = self._writable(name).version()
-        spark = frame.sparkSession
+        spark = rows.sparkSession
         source = f"{name}__merge_source"
-        _conformed(frame, spec, keep=flag).createOrReplaceTempView(source)
+        rows.createOrReplaceTempView(source)
         on = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
         if delete_when:
             columns = spec.schema.names

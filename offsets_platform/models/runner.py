@@ -88,6 +88,17 @@ ARROW_MAX_BYTES = 1024 * 1024
 # on so few rows compiling them costs more than it saves.
 INTERPRET_MAX_BYTES = 1024 * 1024
 
+# Tables written last, to mark the writes before them complete: a snapshot's `broker_configs`
+# row, an ingest batch's checkpoint. They are pinned before the other sources, so that whatever a
+# pinned marker says is complete is in the versions pinned after it; an incremental model that saw
+# a snapshot complete without its rows would never look at that snapshot again. (Named here, not
+# imported: the ingest modules that write them bring the Kafka clients.)
+COMPLETION_MARKERS = ("broker_configs", "offsets_topic_checkpoints")
+
+
+def _in_pin_order(tables) -> list[str]:
+    return sorted(tables, key=lambda table: (table not in COMPLETION_MARKERS, table))
+
 # Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows,
 # and a lock per view name, held from checking a view to recording it: two models that run at once
 # and read one table would otherwise both find no view and both make it.
@@ -217,7 +228,7 @@ class ModelRunner:
 
     def _expressions_for(self, models: list[Model]) -> ContextManager[None]:
         """Interpreted expressions for a refresh of little data, Spark's compiled ones otherwise."""
-        sources = {table for model in models for _, table in model.sources}
+        sources = _in_pin_order({table for model in models for _, table in model.sources})
         data = sum(self._bytes_to_read(table, self._source_version(table), None, None) for table in sources)
         return interpreted_expressions(self.spark) if data <= self.interpret_max_bytes else nullcontext()
 
@@ -261,7 +272,8 @@ class ModelRunner:
 
     def _run_model(self, model: Model, full_refresh: bool) -> ModelRun:
         started = time.monotonic()
-        source_versions = {table: self._source_version(table) for _, table in model.sources}
+        source_versions = {table: self._source_version(table)
+                           for table in _in_pin_order(table for _, table in model.sources)}
         # each ref's table version as this run sees it (model tables change only in runs; -1: not written yet)
         ref_versions = {ref: self.lake.version(ref) for ref in model.refs}
         inputs = self._inputs_fingerprint(model, source_versions, ref_versions)

@@ -46,7 +46,8 @@ class BronzeBuilder:
     def __init__(self):
         self.rows: dict[str, list[dict]] = defaultdict(list)
         self._next_offsets: dict[int, int] = defaultdict(int)  # per __consumer_offsets partition
-        self._skipped: dict[int, int] = defaultdict(int)
+        self._skipped: dict[int, int] = defaultdict(int)  # per partition, since its last checkpoint
+        self._checkpointed: dict[int, int] = defaultdict(int)  # per partition, the last checkpoint's next offset
 
     @property
     def _next_offset(self) -> int:
@@ -80,13 +81,26 @@ class BronzeBuilder:
         self._skipped[source_partition] += 1
 
     def ingest_checkpoints(self, checkpointed_at: datetime) -> None:
-        """Ingest's checkpoint of every partition so far, one batch each: every offset was read,
-        and those `compacted_away` never reached bronze."""
+        """Ingest's checkpoint of every partition with records since its last one, one batch
+        each: every offset was read, and those `compacted_away` never reached bronze."""
         for partition, next_offset in self._next_offsets.items():
+            if next_offset == self._checkpointed[partition]:
+                continue
             self.rows["offsets_topic_checkpoints"].append({
                 "ingest_run_id": "test", "source_topic": "__consumer_offsets", "source_partition": partition,
-                "next_offset": next_offset, "record_count": next_offset - self._skipped[partition],
+                "next_offset": next_offset,
+                "record_count": next_offset - self._checkpointed[partition] - self._skipped[partition],
                 "checkpointed_at": checkpointed_at})
+            self._checkpointed[partition], self._skipped[partition] = next_offset, 0
+
+    def next_round(self) -> "BronzeBuilder":
+        """A builder of the rows that come next: the log of every partition goes on where this
+        one stopped, and the next checkpoints count from this one's."""
+        following = BronzeBuilder()
+        following._next_offsets.update(self._next_offsets)
+        following._skipped.update(self._skipped)
+        following._checkpointed.update(self._checkpointed)
+        return following
 
     def commit_ms(self, group: str, topic: str, partition: int, offset: int, commit_ms: int,
                   expire_ms: int | None = None, written_at: datetime | None = None,
