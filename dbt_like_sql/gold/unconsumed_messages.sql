@@ -45,6 +45,17 @@
 -- chain check of a loss waits on its read_past record: the group's next commit before the next
 -- snapshot's read, which never changes once ingested, else the partition's latest record, which
 -- moves with each ingest; the losses kept without a next commit have their check redone.
+{% set stored_columns = [
+    'topic', 'partition_id', 'group_id', 'watched_by', 'observed_at', 'previous_snapshot_at',
+    'previous_log_start_offset', 'log_start_offset', 'committed_offset_at_start', 'committed_offset',
+    'count_log_records_between', 'lost_from_offset', 'lost_to_offset', 'count_lost', 'count_lost_at_least',
+    'is_held_throughout', 'is_abandoned', 'interval_start_at', 'interval_end_at', 'retention_ms',
+    'retention_bytes', 'cleanup_policy', 'next_commit_source_offset'
+] %}
+{% macro same_loss(a, b) -%}
+    {{ a }}.topic = {{ b }}.topic and {{ a }}.partition_id = {{ b }}.partition_id
+    and {{ a }}.group_id = {{ b }}.group_id and {{ a }}.observed_at = {{ b }}.observed_at
+{%- endmacro %}
 {% set watched = var('watched_groups', {}) %}
 with {% if is_incremental() -%}
     redo_from as (  -- noqa: ST03
@@ -324,40 +335,45 @@ losses as (
 ),
 
 {% if is_incremental() -%}
-    kept as (  -- noqa: ST03
-        -- the losses stored for the moves not judged again
-        select t.*
+    stored as (  -- noqa: ST03
+        -- the losses stored so far; kept: those of the moves not judged again
+        select
+            t.*,
+            m.topic is null and coalesce(t.interval_end_at < (select redo_from_at from redo_from), true) as is_kept
         from {{ this }} as t
-        left anti join moves as m
+        left join (
+            select distinct
+                topic,
+                partition_id,
+                snapshot_at
+            from moves
+        ) as m
             on t.topic = m.topic and t.partition_id = m.partition_id and t.observed_at = m.snapshot_at
-        where coalesce(t.interval_end_at < (select redo_from_at from redo_from), true)
     ),
 
 {% endif -%}
-chain_checks as (
-    -- the losses whose commit chain this run checks: those of the moves judged, and the kept ones
-    -- whose read_past record is still the partition's latest
+candidates as (
+    -- the losses of the moves judged (rank 2); in an incremental run also the kept losses whose
+    -- read_past record is still the partition's latest, to check again (rank 1, stored_chain:
+    -- their check so far), and the stored losses of the moves judged (rank 0), withdrawn when
+    -- the move no longer shows them
     select
-        topic,
-        partition_id,
-        group_id,
-        observed_at,
-        interval_start_at,
-        interval_end_at,
-        next_commit_source_offset
+        {%- for column in stored_columns %}
+            {{ column }},
+        {%- endfor %}
+        cast(null as boolean) as stored_chain,
+        2 as candidate_rank
     from losses
     {% if is_incremental() %}
         union all
         select
-            topic,
-            partition_id,
-            group_id,
-            observed_at,
-            interval_start_at,
-            interval_end_at,
-            next_commit_source_offset
-        from kept
-        where next_commit_source_offset is null
+            {%- for column in stored_columns %}
+                {{ column }},
+            {%- endfor %}
+            is_commit_chain_complete,
+            if(is_kept, 1, 0)
+        from stored
+        where not is_kept or next_commit_source_offset is null
     {% endif %}
 ),
 
@@ -400,100 +416,49 @@ read_past as (
     -- a record of the group's partition written after the interval that ingest read: the
     -- group's next commit, else the partition's latest record if it came after the interval
     select
-        l.topic,
-        l.partition_id,
-        l.group_id,
-        l.observed_at,
-        l.interval_start_at,
+        c.*,
         p.source_partition,
-        coalesce(l.next_commit_source_offset, case when e.appended_at > l.interval_end_at then e.source_offset end)
+        coalesce(c.next_commit_source_offset, case when e.appended_at > c.interval_end_at then e.source_offset end)
             as read_past_offset
-    from chain_checks as l
-    left join group_partitions as p on l.group_id = p.group_id
+    from candidates as c
+    left join group_partitions as p on c.group_id = p.group_id
     left join partition_ends as e on p.source_partition = e.source_partition
-),
-
-read_from as (
-    -- where ingest stood in the group's partition when the interval began: every record below it
-    -- was read before
-    select
-        r.topic,
-        r.partition_id,
-        r.group_id,
-        r.observed_at,
-        max(b.next_offset) as read_from_offset
-    from read_past as r
-    inner join ingest_batches as b
-        on r.source_partition = b.source_partition and r.interval_start_at >= b.checkpointed_at
-    group by r.topic, r.partition_id, r.group_id, r.observed_at
 ),
 
 chains as (
     -- the log shows every commit of the interval when ingest read the group's partition from
-    -- where it stood before the interval to a record written after it, and no offset in between
-    -- is missing from its batches
+    -- where it stood before the interval (read_from: the batches checkpointed by then) to a
+    -- record written after it, and no offset in between is missing from its batches: no batch
+    -- with a gap starts at or below read_past and ends above read_from. One pass over the
+    -- batches, each loss's own columns carried through it (those of its best-ranked candidate),
+    -- so that Spark plans the losses once.
     select
-        r.topic,
-        r.partition_id,
-        r.group_id,
-        r.observed_at,
+        {%- for column in stored_columns %}
+            max_by(r.{{ column }}, r.candidate_rank) as {{ column }},
+        {%- endfor %}
+        max_by(r.stored_chain, r.candidate_rank) as stored_chain,
+        max(r.candidate_rank) as candidate_rank,
         coalesce(
-            max(b.next_offset) > r.read_past_offset
-            and not bool_or(
-                b.count_missing > 0 and b.first_offset <= r.read_past_offset
-                and b.next_offset > coalesce(f.read_from_offset, 0)
+            max(b.next_offset) > max_by(r.read_past_offset, r.candidate_rank)
+            and coalesce(
+                max(case when b.count_missing > 0 and b.first_offset <= r.read_past_offset then b.next_offset end)
+                <= coalesce(max(case when b.checkpointed_at <= r.interval_start_at then b.next_offset end), 0),
+                true
             ),
             false
         ) as is_commit_chain_complete
     from read_past as r
-    left join read_from as f
-        on
-            r.topic = f.topic and r.partition_id = f.partition_id and r.group_id = f.group_id
-            and r.observed_at = f.observed_at
-    left join ingest_batches as b on r.source_partition = b.source_partition
-    group by r.topic, r.partition_id, r.group_id, r.observed_at, r.read_past_offset, f.read_from_offset
+    -- a withdrawn candidate needs no check (nor may its batches count in another's)
+    left join ingest_batches as b on r.source_partition = b.source_partition and r.candidate_rank > 0
+    group by r.topic, r.partition_id, r.group_id, r.observed_at
 )
 
-{% set stored_columns = [
-    'topic', 'partition_id', 'group_id', 'watched_by', 'observed_at', 'previous_snapshot_at',
-    'previous_log_start_offset', 'log_start_offset', 'committed_offset_at_start', 'committed_offset',
-    'count_log_records_between', 'lost_from_offset', 'lost_to_offset', 'count_lost', 'count_lost_at_least',
-    'is_held_throughout', 'is_abandoned', 'interval_start_at', 'interval_end_at', 'retention_ms',
-    'retention_bytes', 'cleanup_policy', 'next_commit_source_offset'
-] %}
-{% macro same_loss(a, b) -%}
-    {{ a }}.topic = {{ b }}.topic and {{ a }}.partition_id = {{ b }}.partition_id
-    and {{ a }}.group_id = {{ b }}.group_id and {{ a }}.observed_at = {{ b }}.observed_at
-{%- endmacro %}
 select
     {%- for column in stored_columns %}
-        l.{{ column }},
+        {{ column }},
     {%- endfor %}
-    c.is_commit_chain_complete,
-    false as is_withdrawn
-from losses as l
-inner join chains as c on {{ same_loss('l', 'c') }}
-{% if is_incremental() %}
-    union all
-    -- a kept loss whose commit-chain check came out otherwise this time
-    select
-        {%- for column in stored_columns %}
-            k.{{ column }},
-        {%- endfor %}
-        c.is_commit_chain_complete,
-        false
-    from kept as k
-    inner join chains as c on {{ same_loss('k', 'c') }}
-    where c.is_commit_chain_complete != k.is_commit_chain_complete
-    union all
-    -- a stored loss of a move judged again that the move no longer shows
-    select
-        {%- for column in stored_columns %}
-            t.{{ column }},
-        {%- endfor %}
-        t.is_commit_chain_complete,
-        true
-    from {{ this }} as t
-    left anti join kept as k on {{ same_loss('t', 'k') }}
-    left anti join losses as l on {{ same_loss('t', 'l') }}
-{% endif %}
+    is_commit_chain_complete,
+    candidate_rank = 0 as is_withdrawn
+from chains
+-- a new loss, a withdrawn one, and a kept one whose check came out otherwise this time
+where candidate_rank != 1 or is_commit_chain_complete != stored_chain
