@@ -34,47 +34,22 @@
 -- on every partition; a listed group that held no offset at some point of the interval consumed
 -- none of what was deleted. Any other topic's partition is watched by the groups that held an
 -- offset on that partition during the interval.
---
--- Incremental: a loss, once its move's interval is behind what ingest and the snapshots have
--- delivered, depends on nothing that arrives later but the commit-chain check. A run therefore
--- redoes only the moves whose interval, or its span to the next snapshot's read, reaches the
--- earliest data new since the last run (redo_from): the moves of a new snapshot, the move before
--- them (its next_listed_at), and the moves a commit ingested now falls in (ingest reads each
--- partition of the log in order, but partitions arrive at their own pace, and a transaction's
--- commits at its marker). The losses those moves no longer show are withdrawn (deleted). The
--- chain check of a loss waits on its read_past record: the group's next commit before the next
--- snapshot's read, which never changes once ingested, else the partition's latest record, which
--- moves with each ingest; the losses kept without a next commit have their check redone.
 {% set stored_columns = [
     'topic', 'partition_id', 'group_id', 'watched_by', 'observed_at', 'previous_snapshot_at',
     'previous_log_start_offset', 'log_start_offset', 'committed_offset_at_start', 'committed_offset',
     'count_log_records_between', 'lost_from_offset', 'lost_to_offset', 'count_lost', 'count_lost_at_least',
     'is_held_throughout', 'is_abandoned', 'interval_start_at', 'interval_end_at', 'retention_ms',
-    'retention_bytes', 'cleanup_policy', 'next_commit_source_offset'
+    'retention_bytes', 'cleanup_policy'
 ] %}
-{% macro same_loss(a, b) -%}
-    {{ a }}.topic = {{ b }}.topic and {{ a }}.partition_id = {{ b }}.partition_id
-    and {{ a }}.group_id = {{ b }}.group_id and {{ a }}.observed_at = {{ b }}.observed_at
-{%- endmacro %}
 {% set watched = var('watched_groups', {}) %}
-with {% if is_incremental() -%}
-    redo_from as (  -- noqa: ST03
-        select
-            least(
-                (select min(appended_at) from {{ ref('stg_kafka__offset_commits', new_only=true) }}),
-                (select min(snapshot_at) from {{ ref('stg_snapshots__complete_snapshots', new_only=true) }})
-            ) as redo_from_at
-    ),
-
-{% endif -%}
-snapshots as (
+with snapshots as (
     select
         snapshot_id,
         snapshot_at
     from {{ ref('stg_snapshots__complete_snapshots') }}
 ),
 
-all_moves as (
+moves as (
     -- listed_at: when the snapshot read the log start (its stamp, in snapshots that did not
     -- record it); next_listed_at: the same of the next snapshot
     select * from (
@@ -94,14 +69,6 @@ all_moves as (
         window w as (partition by o.topic, o.partition_id order by s.snapshot_at)
     )
     where log_start_offset > previous_log_start_offset
-),
-
-moves as (
-    -- the moves this run judges
-    select * from all_moves
-    {% if is_incremental() %}
-        where coalesce(next_listed_at, listed_at) >= (select redo_from_at from redo_from)
-    {% endif %}
 ),
 
 fetches as (
@@ -299,7 +266,7 @@ facts as (
 ),
 
 losses as (
-    -- the losses of the moves judged, with every stored column but the commit-chain check
+    -- every loss, with every column of the table but the commit-chain check
     select
         l.topic,
         l.partition_id,
@@ -327,54 +294,11 @@ losses as (
         l.retention_ms,
         l.retention_bytes,
         l.cleanup_policy,
-        l.next_source_offset as next_commit_source_offset
+        l.next_source_offset
     from facts as l
     left join subscriptions as before on l.previous_snapshot_id = before.snapshot_id and l.group_id = before.group_id
     left join subscriptions as after on l.snapshot_id = after.snapshot_id and l.group_id = after.group_id
     where l.log_start_offset > l.lost_from_offset
-),
-
-{% if is_incremental() -%}
-    stored as (  -- noqa: ST03
-        -- the losses stored so far; kept: those of the moves not judged again
-        select
-            t.*,
-            m.topic is null and coalesce(t.interval_end_at < (select redo_from_at from redo_from), true) as is_kept
-        from {{ this }} as t
-        left join (
-            select distinct
-                topic,
-                partition_id,
-                snapshot_at
-            from moves
-        ) as m
-            on t.topic = m.topic and t.partition_id = m.partition_id and t.observed_at = m.snapshot_at
-    ),
-
-{% endif -%}
-candidates as (
-    -- the losses of the moves judged (rank 2); in an incremental run also the kept losses whose
-    -- read_past record is still the partition's latest, to check again (rank 1, stored_chain:
-    -- their check so far), and the stored losses of the moves judged (rank 0), withdrawn when
-    -- the move no longer shows them
-    select
-        {%- for column in stored_columns %}
-            {{ column }},
-        {%- endfor %}
-        cast(null as boolean) as stored_chain,
-        2 as candidate_rank
-    from losses
-    {% if is_incremental() %}
-        union all
-        select
-            {%- for column in stored_columns %}
-                {{ column }},
-            {%- endfor %}
-            is_commit_chain_complete,
-            if(is_kept, 1, 0)
-        from stored
-        where not is_kept or next_commit_source_offset is null
-    {% endif %}
 ),
 
 group_partitions as (
@@ -416,12 +340,12 @@ read_past as (
     -- a record of the group's partition written after the interval that ingest read: the
     -- group's next commit, else the partition's latest record if it came after the interval
     select
-        c.*,
+        l.*,
         p.source_partition,
-        coalesce(c.next_commit_source_offset, case when e.appended_at > c.interval_end_at then e.source_offset end)
+        coalesce(l.next_source_offset, case when e.appended_at > l.interval_end_at then e.source_offset end)
             as read_past_offset
-    from candidates as c
-    left join group_partitions as p on c.group_id = p.group_id
+    from losses as l
+    left join group_partitions as p on l.group_id = p.group_id
     left join partition_ends as e on p.source_partition = e.source_partition
 ),
 
@@ -430,16 +354,14 @@ chains as (
     -- where it stood before the interval (read_from: the batches checkpointed by then) to a
     -- record written after it, and no offset in between is missing from its batches: no batch
     -- with a gap starts at or below read_past and ends above read_from. One pass over the
-    -- batches, each loss's own columns carried through it (those of its best-ranked candidate),
-    -- so that Spark plans the losses once.
+    -- batches, each loss's own columns carried through it, so that Spark plans the losses once
+    -- (it repeats a CTE's plan for every reference).
     select
         {%- for column in stored_columns %}
-            max_by(r.{{ column }}, r.candidate_rank) as {{ column }},
+            any_value(r.{{ column }}) as {{ column }},
         {%- endfor %}
-        max_by(r.stored_chain, r.candidate_rank) as stored_chain,
-        max(r.candidate_rank) as candidate_rank,
         coalesce(
-            max(b.next_offset) > max_by(r.read_past_offset, r.candidate_rank)
+            max(b.next_offset) > any_value(r.read_past_offset)
             and coalesce(
                 max(case when b.count_missing > 0 and b.first_offset <= r.read_past_offset then b.next_offset end)
                 <= coalesce(max(case when b.checkpointed_at <= r.interval_start_at then b.next_offset end), 0),
@@ -448,8 +370,7 @@ chains as (
             false
         ) as is_commit_chain_complete
     from read_past as r
-    -- a withdrawn candidate needs no check (nor may its batches count in another's)
-    left join ingest_batches as b on r.source_partition = b.source_partition and r.candidate_rank > 0
+    left join ingest_batches as b on r.source_partition = b.source_partition
     group by r.topic, r.partition_id, r.group_id, r.observed_at
 )
 
@@ -457,8 +378,5 @@ select
     {%- for column in stored_columns %}
         {{ column }},
     {%- endfor %}
-    is_commit_chain_complete,
-    candidate_rank = 0 as is_withdrawn
+    is_commit_chain_complete
 from chains
--- a new loss, a withdrawn one, and a kept one whose check came out otherwise this time
-where candidate_rank != 1 or is_commit_chain_complete != stored_chain
