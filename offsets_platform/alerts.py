@@ -40,7 +40,7 @@ from fnmatch import fnmatchcase
 from typing import Iterable, Mapping
 from urllib.parse import quote
 
-from offsets_platform.attention import LOSS_NOT_ABANDONED, NOT_ABANDONED, due_for_deletion  # the rules the report counts by
+from offsets_platform.attention import due_for_deletion, not_abandoned  # the rules the report counts by
 from offsets_platform.lake import Lake
 from offsets_platform.settings import AlertSettings
 
@@ -133,7 +133,7 @@ def messages_lost(lake: Lake) -> list[Alert]:
         select u.group_id as "group", u.topic, u.partition_id as "partition", u.count_lost, u.count_lost_at_least,
                u.lost_from_offset, u.lost_to_offset, u.observed_at
         from unconsumed_messages u
-        where u.observed_at = (select max(measured_at) from consumer_lag) and {LOSS_NOT_ABANDONED.format(t="u")}
+        where u.observed_at = (select max(measured_at) from consumer_lag) and {not_abandoned("unconsumed_messages", "u")}
         order by u.group_id, u.topic, u.partition_id
         """, "unconsumed_messages", "consumer_lag", "expirable_offsets").to_pylist()
     alerts = []
@@ -186,7 +186,7 @@ def consumer_status(lake: Lake) -> list[Alert]:
                s.current_lag, s.silent_seconds, s.last_offset, s.rewound_from_offset, s.rewound_to_offset,
                s.evaluated_at
         from consumer_status s
-        where s.status in ({statuses}) and {NOT_ABANDONED.format(t="s")}
+        where s.status in ({statuses}) and {not_abandoned("consumer_status", "s")}
         order by s.group_id, s.topic, s.status, s.partition_id
         """, "consumer_status", "expirable_offsets").to_pylist()
     alerts = []

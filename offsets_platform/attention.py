@@ -105,10 +105,17 @@ NOT_ABANDONED = """not exists (select 1 from expirable_offsets a where a.is_aban
 LOSS_NOT_ABANDONED = "not {t}.is_abandoned and " + NOT_ABANDONED
 
 
+def not_abandoned(table: str, t: str) -> str:
+    """The condition on rows of a table keyed by group, topic and partition (alias `t`) that
+    leaves out what a group abandoned: an offset it left behind now, and for a loss
+    (`unconsumed_messages`) also one seen while it had left the topic."""
+    return (LOSS_NOT_ABANDONED if table == "unconsumed_messages" else NOT_ABANDONED).format(t=t)
+
+
 def due_for_deletion(t: str, within_hours: float) -> str:
     """The condition on retention_forecast rows (alias `t`) of "at risk": retention's next deletion
     of unread messages is due within the hours (due already included), abandoned offsets left out."""
-    return f"{t}.hours_left <= {float(within_hours)} and {NOT_ABANDONED.format(t=t)}"
+    return f"{t}.hours_left <= {float(within_hours)} and {not_abandoned('retention_forecast', t)}"
 
 
 def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
@@ -119,7 +126,7 @@ def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
     having = "having sum(lag_messages) > 0" if lagging_only else ""
     return lake.query(f"""select group_id as "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms,
                                  sum(unread_in_log) as unread_in_log
-                          from consumer_lag l where {NOT_ABANDONED.format(t="l")}
+                          from consumer_lag l where {not_abandoned("consumer_lag", "l")}
                           group by group_id {having}
                           order by lag_messages desc, group_id
                        """, "consumer_lag", "expirable_offsets").to_pylist()
@@ -171,7 +178,7 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
             select group_id, topic, sum(count_lost) as messages_lost,
                    sum(count_lost_at_least) as messages_lost_at_least,
                    count(distinct partition_id) as partitions_lost, max(observed_at) as last_loss_at
-            from unconsumed_messages u where {LOSS_NOT_ABANDONED.format(t="u")} {observed} group by group_id, topic
+            from unconsumed_messages u where {not_abandoned("unconsumed_messages", "u")} {observed} group by group_id, topic
         ),
         due as (
             select group_id, topic, sum(unread_in_log) as messages_at_risk,

@@ -93,7 +93,7 @@ def _lag(lake: Lake) -> list[Family]:
                       "Age of the oldest message the group has not read that is still in the log; absent when "
                       "unknown (model consumer_lag, lag_ms).")
     for row in lake.query(f"""select group_id, topic, partition_id, lag_messages, lag_ms from consumer_lag l
-                              where {attention.NOT_ABANDONED.format(t="l")}
+                              where {attention.not_abandoned("consumer_lag", "l")}
                               order by group_id, topic, partition_id """,
                           "consumer_lag", "expirable_offsets").to_pylist():
         labels = _partition_labels(row)

@@ -63,8 +63,7 @@ def read_table(lake: Lake, name: str, columns: list[str], with_abandoned: bool =
         frame = lake.read_arrow(name, columns=columns).to_pandas()
     else:
         selected = ", ".join(f't."{column}"' for column in columns)
-        condition = attention.LOSS_NOT_ABANDONED if name == "unconsumed_messages" else attention.NOT_ABANDONED
-        frame = lake.query(f"select {selected} from {name} t where {condition.format(t='t')}",
+        frame = lake.query(f"select {selected} from {name} t where {attention.not_abandoned(name, 't')}",
                            name, "expirable_offsets").to_pandas()
     for column in frame.columns:
         if isinstance(frame[column].dtype, pd.DatetimeTZDtype):
