@@ -185,7 +185,8 @@ def worker(project_dir: str, lake_root: str, model_name: str) -> None:
             elif command["op"] == "plan":  # the views of the last run are still registered
                 spark.conf.set("spark.sql.maxMetadataStringLength", "1000")  # scans name their files in full
                 try:
-                    frame = spark.sql(render(model.name, model.sql, runner.variables).sql)
+                    frame = spark.sql(render(model.name, model.sql, runner.variables,
+                                            ephemerals=project.ephemeral_sql()).sql)
                     frame.toArrow()
                     answer = {"plan": frame._jdf.queryExecution().executedPlan().toString()}
                 finally:
