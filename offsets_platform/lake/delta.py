@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Mapping, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -54,6 +55,10 @@ TABLE_PROPERTIES = {"delta.checkpointInterval": "10", CHANGE_DATA_FEED: "true"}
 # setting for the commits a session makes.
 PRUNE_COMMIT = "offsets_platform prune"
 _USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# delta-rs merges a small result into a table of at most this much data in milliseconds where a
+# MERGE by Delta's Spark writer costs about a second; a larger table is left to Spark, which does
+# not read it whole into one process.
+MERGE_VIA_ARROW_MAX_BYTES = 64 * 1024 * 1024
 
 
 class Lake:
@@ -411,15 +416,29 @@ class Lake:
             previous = files
         return [uri for uri in appended if uri in previous]  # as `files` lists them at up_to_version
 
-    def spark_overwrite(self, name: str, frame: "DataFrame", via_arrow: bool = False) -> int:
+    def spark_overwrite(self, name: str, frame: "DataFrame", via_arrow: bool = False,
+                        arrow_max_rows: int = -1) -> int:
         """Replace the table's rows with `frame`'s (its columns cast to the registered schema) in
         one Delta commit by Delta's Spark writer, or, `via_arrow`, by delta-rs from the rows
-        collected as Arrow (for a small result). Returns the rows written."""
+        collected as Arrow (for a small result). With `arrow_max_rows` at 0 or more, a result of
+        at most that many rows is written by delta-rs too: it is computed once, counted, and
+        collected only when small. Returns the rows written."""
         spec = self.spec(name)
         if via_arrow:
             rows = _collected(frame, spec)
             self.overwrite(name, rows)
             return rows.num_rows
+        if arrow_max_rows < 0:
+            return self._spark_overwrite_rows(name, _conformed(frame, spec))
+        with _computed_once(_conformed(frame, spec)) as result:
+            if result.count() <= arrow_max_rows:
+                rows = conform(result.toArrow(), spec)
+                self.overwrite(name, rows)
+                return rows.num_rows
+            return self._spark_overwrite_rows(name, result)
+
+    def _spark_overwrite_rows(self, name: str, rows: "DataFrame") -> int:
+        spec = self.spec(name)
         table = self._writable(name)
         if table.schema().to_arrow().names != spec.schema.names:
             # A model's columns can change between versions (one renamed or dropped). The empty
@@ -427,13 +446,15 @@ class Lake:
             # columns NOT NULL (Spark's overwriteSchema makes every column nullable).
             write_deltalake(table, spec.schema.empty_table(), mode="overwrite", schema_mode="overwrite")
         before = table.version()
-        _conformed(frame, spec).write.format("delta").mode("overwrite").save(str(self.path(name)))
+        rows.write.format("delta").mode("overwrite").save(str(self.path(name)))
         return self._rows_written(name, before, "numOutputRows")
 
-    def spark_merge(self, name: str, frame: "DataFrame", via_arrow: bool = False, delete_when: str = "") -> int:
+    def spark_merge(self, name: str, frame: "DataFrame", via_arrow: bool = False, delete_when: str = "",
+                    arrow_max_rows: int = -1) -> int:
         """Upsert `frame`'s rows (cast to the registered schema) by the table's registered keys
         with Delta's MERGE INTO, or, `via_arrow`, with delta-rs's merge of the rows collected as
-        Arrow (for a small result); `delete_when` as in `merge`. Returns the rows merged."""
+        Arrow (for a small result); `delete_when` as in `merge`; `arrow_max_rows` as in
+        `spark_overwrite`, for a table of at most MERGE_VIA_ARROW_MAX_BYTES. Returns the rows merged."""
         spec = self.spec(name)
         flag = (delete_when,) if delete_when else ()
         # A merge of no rows commits nothing: a new version would make every model that reads the
@@ -443,14 +464,14 @@ class Lake:
             if rows.num_rows:
                 self.merge(name, rows, delete_when)
             return rows.num_rows
-        # computed once, kept for the merge
-        rows = _conformed(frame, spec, keep=flag).persist()
-        try:
-            if rows.isEmpty():
+        with _computed_once(_conformed(frame, spec, keep=flag)) as result:
+            count = result.count()
+            if count == 0:
                 return 0
-            return self._spark_merge_rows(name, rows, delete_when)
-        finally:
-            rows.unpersist()
+            if count <= arrow_max_rows and self.data_bytes(name, self.version(name)) <= MERGE_VIA_ARROW_MAX_BYTES:
+                self.merge(name, result.toArrow(), delete_when)
+                return count
+            return self._spark_merge_rows(name, result, delete_when)
 
     def _spark_merge_rows(self, name: str, rows: "DataFrame", delete_when: str) -> int:
         spec = self.spec(name)
@@ -558,6 +579,16 @@ def _registered(rows: pa.Table, spec: TableSpec) -> pa.Table:
             rows = rows.append_column(field.name, pa.nulls(rows.num_rows, field.type))
     nullable = pa.schema([field.with_nullable(True) for field in spec.schema])
     return rows.select(spec.schema.names).cast(nullable)
+
+
+@contextmanager
+def _computed_once(frame: "DataFrame") -> Iterator["DataFrame"]:
+    """`frame` persisted: its first action computes it, the next ones read Spark's cache."""
+    frame = frame.persist()
+    try:
+        yield frame
+    finally:
+        frame.unpersist()
 
 
 def _collected(frame: "DataFrame", spec: TableSpec) -> pa.Table:

@@ -1,10 +1,10 @@
 """Running the dbt-like models on Spark and writing each result to its Delta table.
 
 Every model reads its sources and refs as Delta tables, each at the version pinned for the run,
-and Delta's own Spark writer writes its result (`Lake.spark_*`): the rows never pass through
+and Delta's own Spark writer writes a large result (`Lake.spark_*`): its rows never pass through
 this process. Small tables are the exception (ARROW_MAX_BYTES): delta-rs reads them and hands
-their rows to Spark, and a model whose inputs were all small is written by delta-rs from its
-result collected as Arrow; the SQL runs on Spark either way. A `table` model is recomputed and
+their rows to Spark, and a small result (ARROW_RESULT_MAX_ROWS, or any result of small inputs)
+is written by delta-rs from its rows collected as Arrow; the SQL runs on Spark either way. A `table` model is recomputed and
 overwrites its table. An `incremental` model, once it has run, sees in
 `source(..., new_only=true)` only the rows appended to that source since its last run (Delta's
 change data feed), and its result is merged into its table by `unique_key` (MERGE INTO); the first run, a `full_refresh`, a change of the model's SQL, or a
@@ -87,6 +87,11 @@ ARROW_MAX_BYTES = 1024 * 1024
 # expressions interpreted rather than compiled (offsets_platform.lake.spark.interpreted_expressions):
 # on so few rows compiling them costs more than it saves.
 INTERPRET_MAX_BYTES = 1024 * 1024
+# A result of at most this many rows is written by delta-rs from Arrow, whatever its inputs' size:
+# a commit through Delta's Spark writer costs about a second however few its rows, and most
+# model tables are small next to the bronze they are computed from. The result is computed once
+# and counted first, so a larger one never reaches this process.
+ARROW_RESULT_MAX_ROWS = 100_000
 
 # Tables written last, to mark the writes before them complete: a snapshot's `broker_configs`
 # row, an ingest batch's checkpoint. They are pinned before the other sources, so that whatever a
@@ -167,7 +172,7 @@ class ModelRunner:
                  variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print,
                  workers: int = 2, compact_at_files: int = COMPACT_AT_FILES,
                  lease_wait_s: float = DEFAULT_LEASE_WAIT_S, arrow_max_bytes: int = ARROW_MAX_BYTES,
-                 interpret_max_bytes: int = INTERPRET_MAX_BYTES):
+                 interpret_max_bytes: int = INTERPRET_MAX_BYTES, arrow_result_max_rows: int = ARROW_RESULT_MAX_ROWS):
         self.spark = spark
         self.project = project or default_project()
         # the lake given, or one on its root that also knows this project's tables
@@ -179,6 +184,7 @@ class ModelRunner:
         self.lease_wait_s = lease_wait_s
         self.arrow_max_bytes = arrow_max_bytes  # -1: every read and write through delta-spark
         self.interpret_max_bytes = interpret_max_bytes  # -1: Spark compiles every refresh's expressions
+        self.arrow_result_max_rows = arrow_result_max_rows  # -1: a result of large inputs is written by delta-spark
         self._data_bytes: dict[tuple, int] = {}  # (table, version, appended after) -> bytes: versions never change
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
         self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
@@ -297,11 +303,13 @@ class ModelRunner:
         try:
             result = self._checked_columns(model, lazy_sql(self.spark, context.sql))
             if incremental:
-                rows = self.lake.spark_merge(model.name, result, via_arrow=via_arrow, delete_when=model.delete_when)
+                rows = self.lake.spark_merge(model.name, result, via_arrow=via_arrow, delete_when=model.delete_when,
+                                             arrow_max_rows=self.arrow_result_max_rows)
             else:
                 if model.delete_when:  # nothing to delete in a table written anew
                     result = result.where(f"not {model.delete_when}").drop(model.delete_when)
-                rows = self.lake.spark_overwrite(model.name, result, via_arrow=via_arrow)
+                rows = self.lake.spark_overwrite(model.name, result, via_arrow=via_arrow,
+                                                 arrow_max_rows=self.arrow_result_max_rows)
         except ModelRunError:
             raise
         except Exception as error:  # Spark's analysis and runtime errors: say which model

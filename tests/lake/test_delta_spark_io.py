@@ -204,6 +204,28 @@ def test_a_merge_deletes_the_rows_whose_key_comes_flagged(model_lake, spark, via
     assert model_lake.table(MODEL.name).schema().to_arrow().names == MODEL.schema.names  # the flag is not stored
 
 
+@both_paths
+def test_a_merge_of_no_rows_commits_nothing(model_lake, spark, via_arrow):
+    # a new version would make every model that reads the table run again for nothing
+    model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 0, 1)]), via_arrow)
+    version = model_lake.version(MODEL.name)
+    assert model_lake.spark_merge(MODEL.name, offsets(spark, []), via_arrow) == 0
+    assert model_lake.spark_merge(MODEL.name, offsets(spark, []), via_arrow, arrow_max_rows=10) == 0
+    assert model_lake.version(MODEL.name) == version
+
+
+def test_a_result_of_at_most_arrow_max_rows_is_written_by_delta_rs_a_larger_one_by_delta_spark(model_lake, spark):
+    two, three = [("a", 0, 1), ("a", 1, 1)], [("a", 0, 2), ("b", 0, 2), ("c", 0, 2)]
+    for write in (model_lake.spark_overwrite, model_lake.spark_merge):
+        assert write(MODEL.name, offsets(spark, two), arrow_max_rows=2) == 2
+        assert writer_of_last_commit(model_lake, MODEL.name).startswith("delta-rs"), write
+        assert write(MODEL.name, offsets(spark, three), arrow_max_rows=2) == 3
+        assert writer_of_last_commit(model_lake, MODEL.name).startswith("Apache-Spark"), write
+    # the overwrite left three rows; the merge upserted two, then three
+    assert collected(model_lake.spark_read(spark, MODEL.name)) == [("a", 0, 2), ("a", 1, 1), ("b", 0, 2), ("c", 0, 2)]
+    assert model_lake.read_arrow(MODEL.name).schema == MODEL.schema
+
+
 def test_a_lake_whose_path_holds_a_backtick_or_a_quote_merges_into_its_own_table(tmp_path, spark):
     # the table's path is quoted into MERGE INTO delta.`<path>`: a backtick must not end it early
     lake = Lake(tmp_path / "it's a `lake`", model_tables={MODEL.name: MODEL})

@@ -7,7 +7,7 @@ import pytest
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import LeaseBusy, hold_lease
 from offsets_platform.models import ModelRunError, ModelRunner, default_project, lake_for_models, load_project
-from offsets_platform.models.runner import ARROW_MAX_BYTES, INTERPRET_MAX_BYTES
+from offsets_platform.models.runner import ARROW_MAX_BYTES, ARROW_RESULT_MAX_ROWS, INTERPRET_MAX_BYTES
 from tests.at_once import Meeting, run_at_once
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import needed_for, rows_by
@@ -170,7 +170,7 @@ def _sorted_rows(lake: Lake, table: str) -> list[dict]:
 
 def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_same_tables(spark, tmp_path):
     # The runner hands small tables to Spark via Arrow, writes small results with delta-rs
-    # (ARROW_MAX_BYTES) and has Spark interpret the expressions of a refresh of little data
+    # (ARROW_MAX_BYTES, ARROW_RESULT_MAX_ROWS) and has Spark interpret the expressions of a refresh of little data
     # (INTERPRET_MAX_BYTES); at -1 every read and write goes through delta-spark and Spark compiles
     # every expression, as for a large lake. Both paths, each through a full refresh and then an
     # incremental one (new rows from the change data feed, merged; a ref read as at the last run),
@@ -184,7 +184,8 @@ def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_sam
     lakes = {"delta-spark": lake_for_models(tmp_path / "delta-spark"), "arrow": lake_for_models(tmp_path / "arrow")}
     runners = {path: ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None,
                                  arrow_max_bytes=-1 if path == "delta-spark" else ARROW_MAX_BYTES,
-                                 interpret_max_bytes=-1 if path == "delta-spark" else INTERPRET_MAX_BYTES)
+                                 interpret_max_bytes=-1 if path == "delta-spark" else INTERPRET_MAX_BYTES,
+                                 arrow_result_max_rows=-1 if path == "delta-spark" else ARROW_RESULT_MAX_ROWS)
                for path, lake in lakes.items()}
     compiling, seen = "spark.sql.codegen.factoryMode", {"delta-spark": set(), "arrow": set()}
     before = spark.conf.get(compiling)
