@@ -34,7 +34,8 @@
 -- on every partition; a listed group that held no offset at some point of the interval consumed
 -- none of what was deleted. Any other topic's partition is watched by the groups that held an
 -- offset on that partition during the interval.
-{% set stored_columns = [
+-- the columns of the table but is_commit_chain_complete, carried through the chain check
+{% set loss_columns = [
     'topic', 'partition_id', 'group_id', 'watched_by', 'observed_at', 'previous_snapshot_at',
     'previous_log_start_offset', 'log_start_offset', 'committed_offset_at_start', 'committed_offset',
     'count_log_records_between', 'lost_from_offset', 'lost_to_offset', 'count_lost', 'count_lost_at_least',
@@ -357,7 +358,7 @@ chains as (
     -- batches, each loss's own columns carried through it, so that Spark plans the losses once
     -- (it repeats a CTE's plan for every reference).
     select
-        {%- for column in stored_columns %}
+        {%- for column in loss_columns %}
             any_value(r.{{ column }}) as {{ column }},
         {%- endfor %}
         coalesce(
@@ -375,7 +376,7 @@ chains as (
 )
 
 select
-    {%- for column in stored_columns %}
+    {%- for column in loss_columns %}
         {{ column }},
     {%- endfor %}
     is_commit_chain_complete

@@ -4,8 +4,8 @@ Every model reads its sources and refs as Delta tables, each at the version pinn
 and Delta's own Spark writer writes a large result (`Lake.spark_*`): its rows never pass through
 this process. Small tables are the exception (ARROW_MAX_BYTES): delta-rs reads them and hands
 their rows to Spark, and a small result (ARROW_RESULT_MAX_ROWS, or any result of small inputs)
-is written by delta-rs from its rows collected as Arrow; the SQL runs on Spark either way. A `table` model is recomputed and
-overwrites its table. An `incremental` model, once it has run, sees in
+is written by delta-rs from its rows collected as Arrow; the SQL runs on Spark either way. A
+`table` model is recomputed and overwrites its table. An `incremental` model, once it has run, sees in
 `source(..., new_only=true)` only the rows appended to that source since its last run (Delta's
 change data feed), and its result is merged into its table by `unique_key` (MERGE INTO); the first run, a `full_refresh`, a change of the model's SQL, or a
 source that was rewritten rather than appended to make it a full run. Incremental models must be
@@ -95,14 +95,15 @@ ARROW_RESULT_MAX_ROWS = 100_000
 
 # Tables written last, to mark the writes before them complete: a snapshot's `broker_configs`
 # row, an ingest batch's checkpoint. They are pinned before the other sources, so that whatever a
-# pinned marker says is complete is in the versions pinned after it; an incremental model that saw
-# a snapshot complete without its rows would never look at that snapshot again. (Named here, not
-# imported: the ingest modules that write them bring the Kafka clients.)
+# pinned marker says is complete is in the versions pinned after it: a refresh never sees a
+# snapshot complete without all its rows, nor a batch checkpointed without its records. (Named
+# here, not imported: the ingest modules that write them bring the Kafka clients.)
 COMPLETION_MARKERS = ("broker_configs", "offsets_topic_checkpoints")
 
 
 def _in_pin_order(tables) -> list[str]:
     return sorted(tables, key=lambda table: (table not in COMPLETION_MARKERS, table))
+
 
 # Per SparkSession, the temporary views runners made: view name -> a digest of the files it shows,
 # and a lock per view name, held from checking a view to recording it: two models that run at once
