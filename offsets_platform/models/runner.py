@@ -90,7 +90,8 @@ INTERPRET_MAX_BYTES = 1024 * 1024
 # A result of at most this many rows is written by delta-rs from Arrow, whatever its inputs' size:
 # a commit through Delta's Spark writer costs about a second however few its rows, and most
 # model tables are small next to the bronze they are computed from. The result is computed once
-# and counted first, so a larger one never reaches this process.
+# and counted first, so a larger one never reaches this process; only a model whose last run
+# wrote no more is counted (`_expects_small_result`).
 ARROW_RESULT_MAX_ROWS = 100_000
 
 # Tables written last, to mark the writes before them complete: a snapshot's `broker_configs`
@@ -303,14 +304,14 @@ class ModelRunner:
                 via_arrow &= self._view(at_last_run_view(model.name, ref), ref, version)
         try:
             result = self._checked_columns(model, lazy_sql(self.spark, context.sql))
+            arrow_max_rows = self.arrow_result_max_rows if self._expects_small_result(model) else -1
             if incremental:
                 rows = self.lake.spark_merge(model.name, result, via_arrow=via_arrow, delete_when=model.delete_when,
-                                             arrow_max_rows=self.arrow_result_max_rows)
+                                             arrow_max_rows=arrow_max_rows)
             else:
                 if model.delete_when:  # nothing to delete in a table written anew
                     result = result.where(f"not {model.delete_when}").drop(model.delete_when)
-                rows = self.lake.spark_overwrite(model.name, result, via_arrow=via_arrow,
-                                                 arrow_max_rows=self.arrow_result_max_rows)
+                rows = self.lake.spark_overwrite(model.name, result, via_arrow=via_arrow, arrow_max_rows=arrow_max_rows)
         except ModelRunError:
             raise
         except Exception as error:  # Spark's analysis and runtime errors: say which model
@@ -392,6 +393,16 @@ class ModelRunner:
             return {}
         latest_run = rows[0]["run_id"]
         return {row["source"]: row["source_version"] for row in rows if row["run_id"] == latest_run}
+
+    def _expects_small_result(self, model: Model) -> bool:
+        """Whether the model's latest run wrote at most arrow_result_max_rows rows, so that this
+        one's result is worth counting before it is written (a first run is not): keeping and
+        counting a large result costs Spark one more pass, and Delta's MERGE copies it again."""
+        if self.arrow_result_max_rows < 0:
+            return False
+        latest = self.lake.query(f"select rows_written from {RUNS_TABLE} where model = {lake_string(model.name)} "
+                                 f"order by finished_at desc limit 1", RUNS_TABLE).to_pylist()
+        return bool(latest) and latest[0]["rows_written"] <= self.arrow_result_max_rows
 
     def _states_to_record(self, model: Model, reads: dict[str, _SourceRead],
                           ref_versions: dict[str, int]) -> dict[str, int]:

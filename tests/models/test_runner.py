@@ -208,6 +208,26 @@ def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_sam
     assert spark.conf.get(compiling) == before
 
 
+def test_a_small_result_of_large_inputs_is_written_by_delta_rs_once_a_run_showed_it_small(spark, tmp_path):
+    # every input as if large (arrow_max_bytes=-1): a first run does not know how large its result
+    # is and writes it with delta-spark; a later one, whose last run wrote few rows, counts its
+    # result and writes it with delta-rs
+    first_round = BronzeBuilder()
+    _history(first_round, 0)
+    second_round = _next_round(first_round)
+    _history(second_round, 3)
+    lake = lake_for_models(tmp_path)
+    runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None, arrow_max_bytes=-1)
+    models = needed_for("committed_offsets")
+    for round_, writer in ((first_round, "Apache-Spark"), (second_round, "delta-rs")):
+        round_.write(lake)
+        runs = {run.model: run.mode for run in runner.run_all(select=models)}
+        assert runs["log_offset_state"] == ("full" if writer == "Apache-Spark" else "incremental")
+        for model in ("log_offset_state", "committed_offsets"):
+            assert lake.table(model).history(1)[0]["engineInfo"].startswith(writer), (model, writer)
+    assert rows_by(lake, "committed_offsets", "group_id", "topic", "partition_id")[("g", "t", 0)]["committed_offset"] == 50
+
+
 def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_full(spark, tmp_path):
     lake = lake_for_models(tmp_path / "lake")
     runner, rounds = _refreshed_round_one_then_round_two_written(spark, lake)
