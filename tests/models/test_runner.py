@@ -107,17 +107,11 @@ def _removals_round_two(b: BronzeBuilder) -> None:
     _history(b, 3)
 
 
-def _next_round(after: BronzeBuilder) -> BronzeBuilder:
-    following = BronzeBuilder()
-    following._next_offset = after._next_offset  # the log goes on where it stopped
-    return following
-
-
 def _refreshed_round_one_then_round_two_written(spark, lake: Lake) -> tuple[ModelRunner, list[BronzeBuilder]]:
     """Round one written and refreshed, round two written: the runner and both rounds."""
     first_round = BronzeBuilder()
     _removals_round_one(first_round)
-    second_round = _next_round(first_round)
+    second_round = first_round.next_round()
     _removals_round_two(second_round)
     first_round.write(lake)
     runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None)
@@ -178,7 +172,7 @@ def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_sam
     first_round = BronzeBuilder()
     _removals_round_one(first_round)
     first_round.snapshot(at(hours=3))
-    second_round = _next_round(first_round)
+    second_round = first_round.next_round()
     _removals_round_two(second_round)
     second_round.snapshot(at(hours=6))
     lakes = {"delta-spark": lake_for_models(tmp_path / "delta-spark"), "arrow": lake_for_models(tmp_path / "arrow")}
@@ -214,7 +208,7 @@ def test_a_small_result_of_large_inputs_is_written_by_delta_rs_once_a_run_showed
     # result and writes it with delta-rs
     first_round = BronzeBuilder()
     _history(first_round, 0)
-    second_round = _next_round(first_round)
+    second_round = first_round.next_round()
     _history(second_round, 3)
     lake = lake_for_models(tmp_path)
     runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None, arrow_max_bytes=-1)
@@ -233,7 +227,7 @@ def test_a_state_read_by_a_model_that_ran_alone_is_not_trusted_the_next_run_is_f
     runner, rounds = _refreshed_round_one_then_round_two_written(spark, lake)
     # log_offset_state has not read round two: offset_removals cannot record it as its state
     assert runner.run("offset_removals").mode == "incremental"
-    third_round = _next_round(rounds[-1])
+    third_round = rounds[-1].next_round()
     third_round.offset_tombstone("g", "t", 0, at(hours=6))
     third_round.write(lake)
     third = {run.model: run for run in runner.run_all(select=METRICS)}
@@ -256,7 +250,7 @@ def test_a_refresh_compacts_the_small_files_runs_leave_and_incremental_runs_go_o
     runner = ModelRunner(spark, lake, variables=AS_OF, emit=messages.append, compact_at_files=2)
     runner.run_all(select=METRICS)
     for start in (3, 6):
-        rounds.append(_next_round(rounds[-1]))
+        rounds.append(rounds[-1].next_round())
         _history(rounds[-1], start)
         rounds[-1].offset_tombstone("g", "t", 0, at(hours=start + 2, minutes=40))
         rounds[-1].write(lake)
@@ -336,7 +330,7 @@ def test_a_model_whose_inputs_did_not_change_is_not_run_again(spark, tmp_path):
     assert {run.mode for run in again} == {"unchanged"}
 
     # a new snapshot only: what reads the log alone stays, what reads snapshots runs
-    snapshot_only = _next_round(builder)
+    snapshot_only = builder.next_round()
     snapshot_only.snapshot(at(hours=4))
     snapshot_only.write(lake)
     runs = {run.model: run.mode for run in ModelRunner(spark, lake, variables=AS_OF,
