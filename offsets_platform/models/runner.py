@@ -396,8 +396,9 @@ class ModelRunner:
 
     def _expects_small_result(self, model: Model) -> bool:
         """Whether the model's latest run wrote at most arrow_result_max_rows rows, so that this
-        one's result is worth counting before it is written (a first run is not): keeping and
-        counting a large result costs Spark one more pass, and Delta's MERGE copies it again."""
+        one's result is worth counting for delta-rs before an overwrite (a first run is not):
+        keeping and counting a large result costs Spark one more pass. A merge counts its result
+        either way, to commit nothing when it is empty."""
         if self.arrow_result_max_rows < 0:
             return False
         latest = self.lake.query(f"select rows_written from {RUNS_TABLE} where model = {lake_string(model.name)} "
