@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from offsets_platform.cleanup.approvals import AUDIT, approved_actions, self_approval_permitted
+from offsets_platform.cleanup.approvals import APPROVALS, AUDIT, approval_counts, self_approval_permitted
 from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SKIPPED
-from offsets_platform.cleanup.plans import PLANS, load_plan
+from offsets_platform.cleanup.plans import PLANS
 from offsets_platform.lake import Lake
 from offsets_platform.lake.sql_literals import lake_string, lake_timestamp
 
@@ -23,29 +23,35 @@ APPLIED, EXPIRED, APPROVED, AWAITING_APPROVAL = "applied", "expired", "approved"
 def plan_summaries(lake: Lake, limit: int | None = None, now: datetime | None = None) -> list[dict]:
     """One row per stored plan, newest first (at most `limit`): plan_id, created_at, created_by,
     age_s, expires_at, actions, approved, deleted, skipped, failed, state (APPLIED once every
-    action was deleted, EXPIRED when it ran out first, else APPROVED or AWAITING_APPROVAL)."""
+    action was deleted, EXPIRED when it ran out first, else APPROVED or AWAITING_APPROVAL).
+
+    Three queries whatever the number of plans (plans, approvals, audit): a lake may hold
+    thousands of plans, and a query per plan made listing them all slow."""
     now = now or datetime.now(timezone.utc)
+    # one save_plan writes every row of a plan with the same created_at, expires_at and
+    # created_by, so min() of each is the plan's own (as load_plan reads them)
     plans = lake.query(f"""
-        select plan_id, min(created_at) as created_at, count(*) as actions
+        select plan_id, min(created_at) as created_at, min(expires_at) as expires_at,
+               min(created_by) as created_by, count(*) as actions
         from {PLANS} group by plan_id order by created_at desc, plan_id
         {f"limit {int(limit)}" if limit else ""}""", PLANS).to_pylist()
-    four_eyes = not self_approval_permitted()
+    approved = _approved_counts(lake, {row["plan_id"]: row["created_by"] for row in plans},
+                                by_author=self_approval_permitted())
     latest = _latest_outcomes(lake)
     summaries = []
     for row in plans:
-        plan = load_plan(lake, row["plan_id"])
-        outcomes = latest.get(plan.plan_id, {})
+        outcomes = latest.get(row["plan_id"], {})
         counts = {outcome: sum(value == outcome for value in outcomes.values()) for outcome in (DELETED, SKIPPED, FAILED)}
-        approved = len(approved_actions(lake, plan, by_author=not four_eyes))
-        if counts[DELETED] == len(plan.actions):
+        if counts[DELETED] == row["actions"]:
             state = APPLIED
-        elif plan.expired(now):
+        elif now >= row["expires_at"]:  # CleanupPlan.expired
             state = EXPIRED
         else:
-            state = APPROVED if approved else AWAITING_APPROVAL
-        summaries.append({"plan_id": plan.plan_id, "created_at": plan.created_at, "created_by": plan.created_by,
-                          "age_s": (now - plan.created_at).total_seconds(), "expires_at": plan.expires_at,
-                          "actions": len(plan.actions), "approved": approved, **counts, "state": state})
+            state = APPROVED if approved.get(row["plan_id"]) else AWAITING_APPROVAL
+        summaries.append({"plan_id": row["plan_id"], "created_at": row["created_at"], "created_by": row["created_by"],
+                          "age_s": (now - row["created_at"]).total_seconds(), "expires_at": row["expires_at"],
+                          "actions": row["actions"], "approved": approved.get(row["plan_id"], 0), **counts,
+                          "state": state})
     return summaries
 
 
@@ -71,3 +77,18 @@ def _latest_outcomes(lake: Lake) -> dict[str, dict[str, str]]:
     for row in rows:
         latest.setdefault(row["plan_id"], {})[row["action_id"]] = row["outcome"]
     return latest
+
+
+def _approved_counts(lake: Lake, authors: dict[str, str], *, by_author: bool) -> dict[str, int]:
+    """plan id -> how many of its actions apply would act on, counted as `approved_actions`
+    counts them (`approval_counts`), for the plans in `authors` (plan id -> created_by). One
+    query for every plan: grouping leaves one row per action and approver, however often they
+    approved it; who counts is decided here, by the same Python rule apply uses."""
+    rows = lake.query(f"select plan_id, action_id, approved_by from {APPROVALS} "
+                      "group by plan_id, action_id, approved_by", APPROVALS).to_pylist()
+    approved: dict[str, set[str]] = {}
+    for row in rows:
+        created_by = authors.get(row["plan_id"])
+        if created_by is not None and approval_counts(row["approved_by"], created_by, by_author=by_author):
+            approved.setdefault(row["plan_id"], set()).add(row["action_id"])
+    return {plan_id: len(actions) for plan_id, actions in approved.items()}

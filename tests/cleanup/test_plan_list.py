@@ -10,11 +10,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from offsets_platform.cleanup.approvals import approve
-from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SENDING, PlanAudit
-from offsets_platform.cleanup.plan_list import (APPLIED, APPROVED, AWAITING_APPROVAL, EXPIRED, open_plan_ids,
-                                               plan_summaries)
-from offsets_platform.cleanup.plans import CleanupPlan, PlannedAction, save_plan
+from offsets_platform.cleanup.approvals import approve, approved_actions, self_approval_permitted
+from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
+from offsets_platform.cleanup.plan_list import (APPLIED, APPROVED, AWAITING_APPROVAL, EXPIRED, _latest_outcomes,
+                                               open_plan_ids, plan_summaries)
+from offsets_platform.cleanup.plans import PLANS, CleanupPlan, PlannedAction, load_plan, save_plan
 from offsets_platform.cli import main
 
 pytestmark = pytest.mark.fast
@@ -62,6 +62,80 @@ def test_each_plan_says_how_far_it_got(lake, monkeypatch):
     # where one person may do both, the author's approval counts
     monkeypatch.setenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", "true")
     assert {row["plan_id"]: row["state"] for row in plan_summaries(lake, now=NOW)}["self-approved"] == APPROVED
+
+
+def many_plans(lake, count: int, first: int = 0) -> None:
+    """`count` plans of one to four actions, by alice or by Carol: some approved by their author
+    (written "Alice " or "carol" at times: the same person), some by bob, in full or in part;
+    some deleted, skipped, failed or dry-run in part or in full, some expired; several made at the
+    same moment (listed by plan id then)."""
+    for n in range(first, first + count):
+        created = NOW - timedelta(hours=n // 3)
+        author = "alice" if n % 2 else "Carol"
+        plan = CleanupPlan(f"plan-{n:02d}", created, created + timedelta(hours=24 if n % 5 else 2), author,
+                           tuple(PlannedAction("DeleteGroups", f"g{n}-{k}", None, None, "idle", {})
+                                 for k in range(1 + n % 4)))
+        save_plan(lake, plan)
+        ids = [action.action_id for action in plan.actions]
+        if n % 3 == 0:
+            approve(lake, plan.plan_id, " Alice" if author == "alice" else "carol", ids[:1], now=created,
+                    allow_self_approval=True)
+        if n % 4 == 1:
+            approve(lake, plan.plan_id, "bob", ids[-2:], now=created)
+            approve(lake, plan.plan_id, "bob", ids[-1:], now=created)  # twice the same action: counted once
+        audit = PlanAudit(lake, plan.plan_id, "127.0.0.1:9092", "bob")
+        outcome = [None, DELETED, FAILED, SKIPPED, DRY_RUN][n % 5]
+        if outcome:
+            audit.record(list(plan.actions[: 1 + n % 2]), outcome, None, None)
+
+
+def summaries_plan_by_plan(lake) -> list[dict]:
+    """The summaries as the plan list made them before it read every plan in one query: each
+    plan with load_plan, its approvals with approved_actions."""
+    latest, by_author = _latest_outcomes(lake), self_approval_permitted()
+    plans = sorted((load_plan(lake, plan_id) for plan_id in set(lake.read_arrow(PLANS).column("plan_id").to_pylist())),
+                   key=lambda plan: plan.plan_id)
+    summaries = []
+    for plan in sorted(plans, key=lambda plan: plan.created_at, reverse=True):
+        outcomes = list(latest.get(plan.plan_id, {}).values())
+        counts = {outcome: outcomes.count(outcome) for outcome in (DELETED, SKIPPED, FAILED)}
+        approved = len(approved_actions(lake, plan, by_author=by_author))
+        state = APPLIED if counts[DELETED] == len(plan.actions) else EXPIRED if plan.expired(NOW) \
+            else APPROVED if approved else AWAITING_APPROVAL
+        summaries.append({"plan_id": plan.plan_id, "created_at": plan.created_at, "created_by": plan.created_by,
+                          "age_s": (NOW - plan.created_at).total_seconds(), "expires_at": plan.expires_at,
+                          "actions": len(plan.actions), "approved": approved, **counts, "state": state})
+    return summaries
+
+
+def test_many_plans_are_summed_up_as_one_by_one(lake, monkeypatch):
+    monkeypatch.delenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", raising=False)
+    many_plans(lake, 30)
+    expected = summaries_plan_by_plan(lake)
+    assert len(expected) == 30 and {row["state"] for row in expected} == {APPLIED, EXPIRED, APPROVED, AWAITING_APPROVAL}
+    assert plan_summaries(lake, now=NOW) == expected
+    assert plan_summaries(lake, limit=7, now=NOW) == expected[:7]
+    monkeypatch.setenv("OFFSETS_PLATFORM_ALLOW_SELF_APPROVAL", "true")  # the authors' approvals count too
+    by_author = summaries_plan_by_plan(lake)
+    assert by_author != expected
+    assert plan_summaries(lake, now=NOW) == by_author
+
+
+def test_the_number_of_queries_does_not_grow_with_the_plans(lake, monkeypatch):
+    """`offsets-platform plans --limit 0` on thousands of plans: a query per plan made it slow."""
+    queries = []
+    query = lake.query
+    monkeypatch.setattr(lake, "query", lambda sql, *names: queries.append(sql) or query(sql, *names))
+
+    def queries_to_list() -> int:
+        queries.clear()
+        plan_summaries(lake, now=NOW)
+        return len(queries)
+
+    many_plans(lake, 2)
+    few = queries_to_list()
+    many_plans(lake, 20, first=2)
+    assert queries_to_list() == few == 3  # plans, approvals, audit
 
 
 def test_the_open_plans_are_those_left_to_approve_or_apply(lake):
