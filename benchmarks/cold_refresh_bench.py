@@ -1,6 +1,7 @@
 """A refresh in a fresh JVM, as the command line and Dagster's runs start one: Spark's start and
-first full refresh, then a second one in the same session, with Spark's expressions interpreted
-(the runner's choice for a refresh of little data, INTERPRET_MAX_BYTES) beside compiled.
+first full refresh, then a second one in the same session, with the settings for little data (the
+runner's choice for a refresh of little data, SMALL_DATA_MAX_BYTES: expressions interpreted, one
+shuffle partition, no adaptive execution) beside the session's own (compiled, adaptive).
 
 Each measurement is a child process of its own (a new JVM, as a run gets), on a copy of one
 generated lake (`refresh_paths_bench.generated_lake`: the generator's history written to bronze as
@@ -22,10 +23,10 @@ import tempfile
 from pathlib import Path
 
 from ingest_bench import write_results  # benchmarks/ is on sys.path when this file runs as a script
-from offsets_platform.models.runner import INTERPRET_MAX_BYTES
+from offsets_platform.models.runner import SMALL_DATA_MAX_BYTES
 from refresh_paths_bench import generated_lake
 
-WAYS = {"interpreted": INTERPRET_MAX_BYTES, "compiled": -1}
+WAYS = {"small-data settings": SMALL_DATA_MAX_BYTES, "session settings": -1}
 
 # The child: start Spark, refresh a copy of the lake twice in full, print the three durations.
 CHILD = """
@@ -33,14 +34,14 @@ import json, shutil, sys, tempfile, time
 from pathlib import Path
 from offsets_platform.lake.spark import get_spark
 from offsets_platform.models import ModelRunner, lake_for_models
-bronze, interpret_max_bytes = Path(sys.argv[1]), int(sys.argv[2])
+bronze, small_data_max_bytes = Path(sys.argv[1]), int(sys.argv[2])
 with tempfile.TemporaryDirectory(prefix="cold-refresh-") as folder:
     root = Path(folder) / "lake"
     shutil.copytree(bronze, root)
     started = time.perf_counter()
     spark = get_spark()
     runner = ModelRunner(spark, lake_for_models(root), emit=lambda line: None,
-                         interpret_max_bytes=interpret_max_bytes)
+                         small_data_max_bytes=small_data_max_bytes)
     session = time.perf_counter()
     runner.run_all(full_refresh=True)
     first = time.perf_counter()
@@ -51,8 +52,8 @@ print(json.dumps({"session_s": session - started, "first_refresh_s": first - ses
 """
 
 
-def measure(bronze: Path, interpret_max_bytes: int) -> dict[str, float]:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(bronze), str(interpret_max_bytes)],
+def measure(bronze: Path, small_data_max_bytes: int) -> dict[str, float]:
+    done = subprocess.run([sys.executable, "-c", CHILD, str(bronze), str(small_data_max_bytes)],
                           capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -68,15 +69,15 @@ def main() -> None:
         bronze = Path(folder) / "lake"
         generated_lake(bronze, args.records)
         for repeat in range(args.repeats):
-            for way, interpret_max_bytes in WAYS.items():
-                runs[way].append(measure(bronze, interpret_max_bytes))
+            for way, small_data_max_bytes in WAYS.items():
+                runs[way].append(measure(bronze, small_data_max_bytes))
                 print(f"{way} {repeat + 1}/{args.repeats}: " + ", ".join(
                     f"{key} {value:.1f}" for key, value in runs[way][-1].items()), flush=True)
     medians = {way: {key: round(statistics.median(run[key] for run in measured), 2) for key in measured[0]}
                for way, measured in runs.items()}
     for way, values in medians.items():
         print(f"median, {way}: " + ", ".join(f"{key} {value}" for key, value in values.items()))
-    write_results({"records": args.records, "repeats": args.repeats, "interpret_max_bytes": INTERPRET_MAX_BYTES,
+    write_results({"records": args.records, "repeats": args.repeats, "small_data_max_bytes": SMALL_DATA_MAX_BYTES,
                    "medians": medians, "runs": runs}, Path(args.out))
 
 

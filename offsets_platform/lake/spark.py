@@ -236,21 +236,27 @@ def _shuffle_partitions(master: str) -> dict[str, str]:
     return {"spark.sql.shuffle.partitions": str(os.cpu_count() or 1) if cores == "*" else cores}
 
 
-# Spark compiles each query's expressions and operators to Java classes (code generation, whole
-# stages at a time) before it runs them. On a few thousand rows compiling costs more than it saves,
-# most of all in a fresh JVM, where the compiler itself runs cold: the first full refresh of a
-# generated lake of 2,000 records took a median 18.2 s interpreted against 23.9 s compiled, the
-# second one in the same session, with the compiled classes cached, about 9.6 s either way
-# (benchmarks/cold_refresh_bench.py). Settings of a session, changed at run time.
-_INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+# Settings of a session for a refresh of little data, changed at run time:
+# - expressions interpreted rather than compiled: Spark compiles each query's expressions and
+#   operators to Java classes (code generation, whole stages at a time) before it runs them. On a
+#   few thousand rows compiling costs more than it saves, most of all in a fresh JVM, where the
+#   compiler itself runs cold: the first full refresh of a generated lake of 2,000 records took a
+#   median 18.2 s interpreted against 23.9 s compiled, the second one in the same session, with the
+#   compiled classes cached, about 9.6 s either way (benchmarks/cold_refresh_bench.py);
+# - one shuffle partition and no adaptive execution: a shuffle of a few hundred rows is quicker
+#   in one task than split over the cores, and adaptive execution re-plans each query stage by
+#   stage, a round of driver work per stage (a model such as unconsumed_messages runs dozens of
+#   stages). Static planning still broadcasts small tables: their sizes are known from Delta.
+_SMALL_DATA = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+               "spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false"}
 
 
 @contextmanager
-def interpreted_expressions(spark: SparkSession) -> Iterator[None]:
-    """Within the block, the session's queries evaluate their expressions without compiling them;
-    its own settings come back afterwards."""
-    before = {key: spark.conf.get(key, None) for key in _INTERPRETED}
-    for key, value in _INTERPRETED.items():
+def small_data_settings(spark: SparkSession) -> Iterator[None]:
+    """Within the block, the session runs its queries with the settings for little data
+    (`_SMALL_DATA`); its own settings come back afterwards."""
+    before = {key: spark.conf.get(key, None) for key in _SMALL_DATA}
+    for key, value in _SMALL_DATA.items():
         spark.conf.set(key, value)
     try:
         yield

@@ -29,8 +29,9 @@ the state and the new rows meet without a gap or an overlap; without such a reco
 runs full. `run_all` pins every source's version when it starts, so the models of one refresh
 read the same data, and runs models whose refs are done two at a time: most of what a small
 query costs Spark is driver work on one core (planning, code generation), so two overlap well
-on a small machine. A refresh of little data (INTERPRET_MAX_BYTES) has Spark interpret its
-expressions instead of generating code for them.
+on a small machine. A refresh of little data (SMALL_DATA_MAX_BYTES) runs with Spark's settings for
+little data: expressions interpreted instead of compiled, one shuffle partition, no adaptive
+execution (`offsets_platform.lake.spark.small_data_settings`).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import pyarrow as pa
 
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
-from offsets_platform.lake.spark import interpreted_expressions, lazy_sql
+from offsets_platform.lake.spark import lazy_sql, small_data_settings
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.models.project import Model, ModelProject, default_project, model_table_specs
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
@@ -83,10 +84,10 @@ DEFAULT_LEASE_WAIT_S = 600.0
 # 8 MB, a refresh of 300,000 records took as long as through delta-spark alone, with 1 MB a
 # sixth less; docs/design.md).
 ARROW_MAX_BYTES = 1024 * 1024
-# A refresh whose sources' data files total at most this many bytes runs its queries with Spark's
-# expressions interpreted rather than compiled (offsets_platform.lake.spark.interpreted_expressions):
-# on so few rows compiling them costs more than it saves.
-INTERPRET_MAX_BYTES = 1024 * 1024
+# A refresh whose sources' data files total at most this many bytes runs its queries with the
+# session's settings for little data (offsets_platform.lake.spark.small_data_settings): on so few
+# rows compiling expressions, splitting shuffles and re-planning stages cost more than they save.
+SMALL_DATA_MAX_BYTES = 1024 * 1024
 # A result of at most this many rows is written by delta-rs from Arrow, whatever its inputs' size:
 # a commit through Delta's Spark writer costs about a second however few its rows, and most
 # model tables are small next to the bronze they are computed from. The result is computed once
@@ -174,7 +175,7 @@ class ModelRunner:
                  variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print,
                  workers: int = 2, compact_at_files: int = COMPACT_AT_FILES,
                  lease_wait_s: float = DEFAULT_LEASE_WAIT_S, arrow_max_bytes: int = ARROW_MAX_BYTES,
-                 interpret_max_bytes: int = INTERPRET_MAX_BYTES, arrow_result_max_rows: int = ARROW_RESULT_MAX_ROWS):
+                 small_data_max_bytes: int = SMALL_DATA_MAX_BYTES, arrow_result_max_rows: int = ARROW_RESULT_MAX_ROWS):
         self.spark = spark
         self.project = project or default_project()
         # the lake given, or one on its root that also knows this project's tables
@@ -185,7 +186,7 @@ class ModelRunner:
         self.compact_at_files = compact_at_files
         self.lease_wait_s = lease_wait_s
         self.arrow_max_bytes = arrow_max_bytes  # -1: every read and write through delta-spark
-        self.interpret_max_bytes = interpret_max_bytes  # -1: Spark compiles every refresh's expressions
+        self.small_data_max_bytes = small_data_max_bytes  # -1: every refresh keeps the session's settings
         self.arrow_result_max_rows = arrow_result_max_rows  # -1: a result of large inputs is written by delta-spark
         self._data_bytes: dict[tuple, int] = {}  # (table, version, appended after) -> bytes: versions never change
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
@@ -213,7 +214,7 @@ class ModelRunner:
         position = {m.name: index for index, m in enumerate(models, start=1)}
         self._pinned_versions = {}
         try:
-            with self._expressions_for(models), \
+            with self._settings_for(models), \
                     ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="model") as pool:
                 running: dict[Future, str] = {}
                 while waiting or running:
@@ -234,11 +235,11 @@ class ModelRunner:
         finally:
             self._pinned_versions = None
 
-    def _expressions_for(self, models: list[Model]) -> ContextManager[None]:
-        """Interpreted expressions for a refresh of little data, Spark's compiled ones otherwise."""
+    def _settings_for(self, models: list[Model]) -> ContextManager[None]:
+        """The settings for little data for a refresh of little data, the session's own otherwise."""
         sources = _in_pin_order({table for model in models for _, table in model.sources})
         data = sum(self._bytes_to_read(table, self._source_version(table), None, None) for table in sources)
-        return interpreted_expressions(self.spark) if data <= self.interpret_max_bytes else nullcontext()
+        return small_data_settings(self.spark) if data <= self.small_data_max_bytes else nullcontext()
 
     def _block_downstream(self, name: str, waiting: dict[str, set[str]]) -> Iterator[ModelRun]:
         """Take every waiting model that refs `name`, directly or not, out of `waiting`."""

@@ -7,7 +7,7 @@ import pytest
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import LeaseBusy, hold_lease
 from offsets_platform.models import ModelRunError, ModelRunner, default_project, lake_for_models, load_project
-from offsets_platform.models.runner import ARROW_MAX_BYTES, ARROW_RESULT_MAX_ROWS, INTERPRET_MAX_BYTES
+from offsets_platform.models.runner import ARROW_MAX_BYTES, ARROW_RESULT_MAX_ROWS, SMALL_DATA_MAX_BYTES
 from tests.at_once import Meeting, run_at_once
 from tests.models.bronze_builder import BronzeBuilder, at
 from tests.models.conftest import needed_for, rows_by
@@ -164,9 +164,10 @@ def _sorted_rows(lake: Lake, table: str) -> list[dict]:
 
 def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_same_tables(spark, tmp_path):
     # The runner hands small tables to Spark via Arrow, writes small results with delta-rs
-    # (ARROW_MAX_BYTES, ARROW_RESULT_MAX_ROWS) and has Spark interpret the expressions of a refresh of little data
-    # (INTERPRET_MAX_BYTES); at -1 every read and write goes through delta-spark and Spark compiles
-    # every expression, as for a large lake. Both paths, each through a full refresh and then an
+    # (ARROW_MAX_BYTES, ARROW_RESULT_MAX_ROWS) and runs a refresh of little data with the settings for
+    # little data (SMALL_DATA_MAX_BYTES: interpreted expressions, one shuffle partition, no adaptive
+    # execution); at -1 every read and write goes through delta-spark with the session's own
+    # settings, as for a large lake. Both paths, each through a full refresh and then an
     # incremental one (new rows from the change data feed, merged; a ref read as at the last run),
     # give the same rows in every table.
     first_round = BronzeBuilder()
@@ -178,28 +179,30 @@ def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_sam
     lakes = {"delta-spark": lake_for_models(tmp_path / "delta-spark"), "arrow": lake_for_models(tmp_path / "arrow")}
     runners = {path: ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None,
                                  arrow_max_bytes=-1 if path == "delta-spark" else ARROW_MAX_BYTES,
-                                 interpret_max_bytes=-1 if path == "delta-spark" else INTERPRET_MAX_BYTES,
+                                 small_data_max_bytes=-1 if path == "delta-spark" else SMALL_DATA_MAX_BYTES,
                                  arrow_result_max_rows=-1 if path == "delta-spark" else ARROW_RESULT_MAX_ROWS)
                for path, lake in lakes.items()}
-    compiling, seen = "spark.sql.codegen.factoryMode", {"delta-spark": set(), "arrow": set()}
-    before = spark.conf.get(compiling)
+    settings = ("spark.sql.codegen.factoryMode", "spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")
+    seen: dict[str, set] = {"delta-spark": set(), "arrow": set()}
+    before = tuple(spark.conf.get(key) for key in settings)
     for round_ in (first_round, second_round):
         runs = {}
         for path, lake in lakes.items():
             round_.write(lake)
             runs[path] = {run.model: run.mode for run in runners[path].iter_runs(
-                gate=lambda run, path=path: seen[path].add(spark.conf.get(compiling)) or True)}
+                gate=lambda run, path=path: seen[path].add(tuple(spark.conf.get(key) for key in settings)) or True)}
         assert runs["delta-spark"] == runs["arrow"]
         for model in default_project().models:
             assert _sorted_rows(lakes["delta-spark"], model.name) == _sorted_rows(lakes["arrow"], model.name), model.name
     assert runs["arrow"]["offset_removals"] == runs["arrow"]["log_offset_state"] == "incremental"
-    # each took its own path: delta-spark's writer, and delta-rs's; compiled expressions, and
-    # interpreted ones, the session's own setting back after the refresh
+    # each took its own path: delta-spark's writer, and delta-rs's; the session's settings, and
+    # those for little data, the session's own back after the refresh
     for path, writer in (("delta-spark", "Apache-Spark"), ("arrow", "delta-rs")):
         for model in ("log_offset_state", "offset_removals", "committed_offsets", "consumer_status"):
             assert lakes[path].table(model).history(1)[0]["engineInfo"].startswith(writer), (path, model)
-    assert seen == {"delta-spark": {before}, "arrow": {"NO_CODEGEN"}} and before != "NO_CODEGEN"
-    assert spark.conf.get(compiling) == before
+    assert seen == {"delta-spark": {before}, "arrow": {("NO_CODEGEN", "1", "false")}}
+    assert before[0] != "NO_CODEGEN" and before[2] == "true"
+    assert tuple(spark.conf.get(key) for key in settings) == before
 
 
 def test_a_small_result_of_large_inputs_is_written_by_delta_rs_once_a_run_showed_it_small(spark, tmp_path):
