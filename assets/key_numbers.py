@@ -63,7 +63,7 @@ def expirable_offsets_numbers(lake: Lake) -> dict:
     soon = attention.expiring_by_topic(lake, hours)
     table = markdown_table(["group", "topic", "rule", "partitions", "of them due now", "first expires at",
                             "time left"],
-                           [[row["group"], row["topic"], row["rule"], row["partitions"], row["due_now"],
+                           [[row["group_id"], row["topic"], row["rule"], row["partitions"], row["due_now"],
                              _time(row["first_expires_at"]), time_left_text(row["hours_until_first"])] for row in soon],
                            empty=f"No committed offset expires within {hours} h.")
     abandoned = attention.abandoned_offsets(lake)
@@ -80,13 +80,13 @@ def unconsumed_messages_numbers(lake: Lake) -> dict:
     """Messages retention deleted before a watched group consumed them (KIP-490), by group and topic."""
     losses = [row for row in attention.retention_losses(lake) if row["messages_lost"]]
     table = markdown_table(["group", "topic", "partitions", "messages lost (at most)", "at least", "last seen"],
-                           [[r["group"], r["topic"], r["partitions_lost"], f"{r['messages_lost']:,}",
+                           [[r["group_id"], r["topic"], r["partitions_lost"], f"{r['messages_lost']:,}",
                              f"{r['messages_lost_at_least']:,}", _time(r["last_loss_at"])]
                             for r in losses],
                            empty="Retention has not deleted any message before a watched group consumed it.")
     return {
         "messages_lost_to_retention": sum(row["messages_lost"] for row in losses),
-        "groups_that_lost_messages": len({row["group"] for row in losses}),
+        "groups_that_lost_messages": len({row["group_id"] for row in losses}),
         "lost_by_group": MetadataValue.md(table),
     }
 
@@ -100,7 +100,7 @@ def consumer_lag_numbers(lake: Lake) -> dict:
     def top(rows: list[dict]) -> MetadataValue:
         return MetadataValue.md(markdown_table(
             ["group", "lag (messages)", "oldest unread message"],
-            [[row["group"], f"{row['lag_messages']:,}", _age(row["lag_ms"])] for row in rows],
+            [[row["group_id"], f"{row['lag_messages']:,}", _age(row["lag_ms"])] for row in rows],
             empty="No group lags.", max_rows=TOP_ROWS))
 
     return {
@@ -116,7 +116,7 @@ def consumer_status_numbers(lake: Lake) -> dict:
     """Groups by Burrow's status, and the groups that are not OK with their partitions' statuses."""
     groups = attention.groups_by_status(lake)
     counts = {status: sum(1 for group in groups if group["status"] == status) for status in attention.GROUP_STATUSES}
-    not_ok = [[group["group"], group["status"], group["partitions"],
+    not_ok = [[group["group_id"], group["status"], group["partitions"],
                ", ".join(f"{status} {count}" for status, count in sorted(group["partition_statuses"].items()))]
               for group in groups if group["status"] != "OK"]
     return {

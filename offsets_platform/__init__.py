@@ -5,4 +5,4 @@ The library knows nothing of Dagster: `assets/` wraps it. Sub-packages, one conc
 `ingest` (log into bronze), `workload` (realistic coordinator traffic).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

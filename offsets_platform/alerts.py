@@ -60,7 +60,7 @@ class Alert:
     """One open condition of one group and topic."""
 
     kind: str
-    group: str
+    group_id: str
     topic: str
     qualifier: str
     """Kafka's expiration rule (offsets_expiring), the partition status (consumer_status), the
@@ -71,12 +71,14 @@ class Alert:
 
     @property
     def key(self) -> str:
-        """kind/group/topic[/qualifier], each part percent-encoded so that no two alerts share one."""
-        parts = [self.kind, self.group, self.topic] + ([self.qualifier] if self.qualifier else [])
+        """kind/group_id/topic[/qualifier], each part percent-encoded so that no two alerts share one.
+        The same string as before the group's field was named `group_id` (0.2.0), so an alert open
+        across an upgrade keeps its key and is not told again."""
+        parts = [self.kind, self.group_id, self.topic] + ([self.qualifier] if self.qualifier else [])
         return "/".join(quote(part, safe="") for part in parts)
 
     def as_dict(self) -> dict:
-        return {"key": self.key, "kind": self.kind, "group": self.group, "topic": self.topic,
+        return {"key": self.key, "kind": self.kind, "group_id": self.group_id, "topic": self.topic,
                 "qualifier": self.qualifier, "summary": self.summary,
                 "partitions": [_jsonable(p) for p in self.partitions]}
 
@@ -86,7 +88,7 @@ def evaluate(lake: Lake, settings: AlertSettings) -> list[Alert]:
     alerts = [*messages_at_risk(lake, settings.loss_within_hours), *messages_lost(lake),
               *offsets_expiring(lake, settings.expiry_within_hours, settings.watched_groups),
               *consumer_status(lake)]
-    return sorted((a for a in alerts if not matches(a.group, settings.ignored_groups)), key=lambda a: a.key)
+    return sorted((a for a in alerts if not matches(a.group_id, settings.ignored_groups)), key=lambda a: a.key)
 
 
 def matches(group: str, patterns: Iterable[str]) -> bool:
@@ -98,7 +100,7 @@ def messages_at_risk(lake: Lake, within_hours: float) -> list[Alert]:
     """Per group and topic, the unread messages still in the log that retention deletes within
     `within_hours` (those due now included), on partitions the group is not catching up on."""
     rows = lake.query(f"""
-        select f.group_id as "group", f.topic, f.partition_id as "partition", f.unread_in_log, f.hours_left,
+        select f.group_id, f.topic, f.partition_id, f.unread_in_log, f.hours_left,
                f.deletion_expected_at, f.is_time_lag_lower_bound, s.status
         from retention_forecast f
         left join consumer_status s
@@ -130,7 +132,7 @@ def messages_lost(lake: Lake) -> list[Alert]:
     """Per group and topic, the messages retention deleted before the group read them that the
     latest snapshot saw deleted (abandoned offsets left out, as everywhere)."""
     rows = lake.query(f"""
-        select u.group_id as "group", u.topic, u.partition_id as "partition", u.count_lost, u.count_lost_at_least,
+        select u.group_id, u.topic, u.partition_id, u.count_lost, u.count_lost_at_least,
                u.lost_from_offset, u.lost_to_offset, u.observed_at
         from unconsumed_messages u
         where u.observed_at = (select max(measured_at) from consumer_lag) and {not_abandoned("unconsumed_messages", "u")}
@@ -156,13 +158,13 @@ def offsets_expiring(lake: Lake, within_hours: float, watched_groups: Iterable[s
     if not watched:
         return []
     rows = lake.query(f"""
-        select group_id as "group", topic, partition_id as "partition", rule, group_state, committed_offset,
+        select group_id, topic, partition_id, rule, group_state, committed_offset,
                hours_until_expiry, expires_at, is_expired
         from expirable_offsets
         where (hours_until_expiry <= {float(within_hours)} or is_expired) and not coalesce(is_abandoned, false)
         order by group_id, topic, rule, partition_id
         """, "expirable_offsets").to_pylist()
-    rows = [row for row in rows if matches(row["group"], watched)]
+    rows = [row for row in rows if matches(row["group_id"], watched)]
     alerts = []
     for (group, topic, rule), partitions in _by_group_and_topic(rows, "rule").items():
         due_now = sum(1 for p in partitions if p["is_expired"])
@@ -182,7 +184,7 @@ def consumer_status(lake: Lake) -> list[Alert]:
     """Per group, topic and status, the partitions that are STOP, STALL or REWIND (the group is ERR)."""
     statuses = ", ".join(f"'{status}'" for status in ERR_STATUSES)
     rows = lake.query(f"""
-        select s.group_id as "group", s.topic, s.partition_id as "partition", s.status, s.rule, s.group_status,
+        select s.group_id, s.topic, s.partition_id, s.status, s.rule, s.group_status,
                s.current_lag, s.silent_seconds, s.last_offset, s.rewound_from_offset, s.rewound_to_offset,
                s.evaluated_at
         from consumer_status s
@@ -223,20 +225,32 @@ class Changes:
 
 def changes(open_before: Mapping[str, dict], current: Iterable[Alert], now: datetime | None = None) -> Changes:
     """Compare the alerts open now with those open before, by key. An alert still open keeps its
-    `opened_at` and takes its current summary, so the next message says the numbers of now."""
+    `opened_at` and takes its current summary, so the next message says the numbers of now.
+
+    `open_before` may have been kept by a version before 0.2.0, whose entries name the group
+    `group`: the keys are the same strings, so those alerts are not told again, and one that
+    clears is told with `group_id` like the rest."""
     now = now or datetime.now(timezone.utc)
     stamp = now.isoformat()
     opened, still = [], {}
     for alert in current:
         before = open_before.get(alert.key)
-        entry = {"key": alert.key, "kind": alert.kind, "group": alert.group, "topic": alert.topic,
+        entry = {"key": alert.key, "kind": alert.kind, "group_id": alert.group_id, "topic": alert.topic,
                  "qualifier": alert.qualifier, "summary": alert.summary,
                  "opened_at": before["opened_at"] if before else stamp}
         still[alert.key] = entry
         if before is None:
             opened.append({**alert.as_dict(), "opened_at": stamp})
-    cleared = [{**entry, "cleared_at": stamp} for key, entry in sorted(open_before.items()) if key not in still]
+    cleared = [{**_current_names(entry), "cleared_at": stamp}
+               for key, entry in sorted(open_before.items()) if key not in still]
     return Changes(opened=opened, cleared=cleared, open=still)
+
+
+def _current_names(entry: dict) -> dict:
+    """An open alert as kept before 0.2.0 (`group`) with the group under its name of now, `group_id`."""
+    if "group" not in entry or "group_id" in entry:
+        return dict(entry)
+    return {("group_id" if name == "group" else name): value for name, value in entry.items()}
 
 
 def payload(change: Changes, models_refreshed_at: datetime | None, now: datetime | None = None) -> dict:
@@ -286,13 +300,13 @@ def post_json(url: str, body: dict, timeout_s: float, target: str = "the webhook
 def _by_group_and_topic(rows: list[dict], *more: str) -> dict[tuple, list[dict]]:
     grouped: dict[tuple, list[dict]] = {}
     for row in rows:
-        key = (row["group"], row["topic"], *(row[name] for name in more))
-        grouped.setdefault(key, []).append({k: v for k, v in row.items() if k not in ("group", "topic", *more)})
+        key = (row["group_id"], row["topic"], *(row[name] for name in more))
+        grouped.setdefault(key, []).append({k: v for k, v in row.items() if k not in ("group_id", "topic", *more)})
     return grouped
 
 
 def _count(partitions: list[dict], noun: str) -> str:
-    numbers = ", ".join(str(p["partition"]) for p in partitions[:10]) + (", ..." if len(partitions) > 10 else "")
+    numbers = ", ".join(str(p["partition_id"]) for p in partitions[:10]) + (", ..." if len(partitions) > 10 else "")
     return f"{noun}{'s' if len(partitions) != 1 else ''} {numbers}"
 
 

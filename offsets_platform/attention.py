@@ -22,8 +22,8 @@ it) belong to the models; this module only selects, sums and orders their rows:
   or expired by Kafka), when expirable_offsets no longer has it.
 
 Every function reads with delta-rs's SQL engine (`Lake.query`); a table no model has written
-yet reads as empty. The rows keep the keys every front end prints, `group` and `partition`
-(the tables' `group_id` and `partition_id`).
+yet reads as empty. The rows name a group and a partition as the tables do, `group_id` and
+`partition_id`, and so does every front end that prints them.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def expiration_by_rule(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -
 def expiring_soon(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) -> list[dict]:
     """Committed offsets Kafka expires within `within_hours` (already due ones included), soonest first."""
     return lake.query(f"""
-        select group_id as "group", topic, partition_id as "partition", rule, group_state, committed_offset,
+        select group_id, topic, partition_id, rule, group_state, committed_offset,
                expires_at, hours_until_expiry, is_expired
         from expirable_offsets where hours_until_expiry <= {float(within_hours)}
         order by hours_until_expiry, group_id, topic, partition_id
@@ -84,9 +84,9 @@ def expiring_by_topic(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS) ->
     already, and the first expiry; soonest first."""
     grouped: dict[tuple, dict] = {}
     for row in expiring_soon(lake, within_hours):
-        key = (row["group"], row["topic"], row["rule"])
+        key = (row["group_id"], row["topic"], row["rule"])
         entry = grouped.setdefault(key, {
-            "group": row["group"], "topic": row["topic"], "rule": row["rule"], "group_state": row["group_state"],
+            "group_id": row["group_id"], "topic": row["topic"], "rule": row["rule"], "group_state": row["group_state"],
             "partitions": 0, "due_now": 0, "first_expires_at": None, "hours_until_first": row["hours_until_expiry"]})
         entry["partitions"] += 1
         entry["due_now"] += int(bool(row["is_expired"]))
@@ -119,12 +119,12 @@ def due_for_deletion(t: str, within_hours: float) -> str:
 
 
 def lag_by_group(lake: Lake, lagging_only: bool = True) -> list[dict]:
-    """[{group, lag_messages, lag_ms, unread_in_log}] of the groups that lag (abandoned offsets
+    """[{group_id, lag_messages, lag_ms, unread_in_log}] of the groups that lag (abandoned offsets
     left out), most messages first; with `lagging_only` False, also the groups whose lag is 0.
     `unread_in_log` is the part of the lag retention has not deleted (0: lag_ms has no message to
     age)."""
     having = "having sum(lag_messages) > 0" if lagging_only else ""
-    return lake.query(f"""select group_id as "group", sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms,
+    return lake.query(f"""select group_id, sum(lag_messages) as lag_messages, max(lag_ms) as lag_ms,
                                  sum(unread_in_log) as unread_in_log
                           from consumer_lag l where {not_abandoned("consumer_lag", "l")}
                           group by group_id {having}
@@ -137,26 +137,26 @@ GROUP_STATUSES = ("ERR", "WARN", "INCOMPLETE", "OK")
 
 
 def groups_by_status(lake: Lake) -> list[dict]:
-    """Per group consumer_status judged: [{group, status, partitions, partition_statuses}], the
+    """Per group consumer_status judged: [{group_id, status, partitions, partition_statuses}], the
     group's status (Burrow's, its worst partition's) and how many of its partitions are in each
     status ({"STALL": 2, "OK": 1}); worst first, then by name."""
     rows = lake.query("""select group_id, group_status, status, count(*) as partitions from consumer_status
                          group by group_id, group_status, status""", "consumer_status").to_pylist()
     groups: dict[str, dict] = {}
     for row in rows:
-        group = groups.setdefault(row["group_id"], {"group": row["group_id"], "status": row["group_status"],
+        group = groups.setdefault(row["group_id"], {"group_id": row["group_id"], "status": row["group_status"],
                                                     "partitions": 0, "partition_statuses": {}})
         group["partitions"] += row["partitions"]
         group["partition_statuses"][row["status"]] = row["partitions"]
     rank = {status: position for position, status in enumerate(GROUP_STATUSES)}
-    return sorted(groups.values(), key=lambda group: (rank.get(group["status"], len(rank)), group["group"]))
+    return sorted(groups.values(), key=lambda group: (rank.get(group["status"], len(rank)), group["group_id"]))
 
 
 def abandoned_offsets(lake: Lake) -> list[dict]:
     """Per group and topic, the offsets the group left behind: partitions, their lag, and the first
     time Kafka expires one (by the unsubscribed-topic rule). Most partitions first."""
     return lake.query("""
-        select a.group_id as "group", a.topic, count(*) as partitions, sum(l.lag_messages) as lag_messages,
+        select a.group_id, a.topic, count(*) as partitions, sum(l.lag_messages) as lag_messages,
                min(a.expires_at) as first_expires_at
         from expirable_offsets a
         left join consumer_lag l on l.group_id = a.group_id and l.topic = a.topic and l.partition_id = a.partition_id
@@ -186,14 +186,14 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
             from retention_forecast f where {due_for_deletion("f", within_hours)}
             group by group_id, topic
         )
-        select coalesce(l.group_id, d.group_id) as "group", coalesce(l.topic, d.topic) as topic,
+        select coalesce(l.group_id, d.group_id) as group_id, coalesce(l.topic, d.topic) as topic,
                coalesce(l.messages_lost, 0) as messages_lost,
                coalesce(l.messages_lost_at_least, 0) as messages_lost_at_least,
                coalesce(l.partitions_lost, 0) as partitions_lost, l.last_loss_at,
                coalesce(d.messages_at_risk, 0) as messages_at_risk,
                coalesce(d.partitions_due, 0) as partitions_due, d.next_deletion_at
         from lost l full outer join due d on l.group_id = d.group_id and l.topic = d.topic
-        order by messages_lost desc, messages_at_risk desc, "group", topic""",
+        order by messages_lost desc, messages_at_risk desc, group_id, topic""",
                       "unconsumed_messages", "retention_forecast", "expirable_offsets").to_pylist()
 
 
@@ -210,13 +210,13 @@ def cleanup_rows(lake: Lake) -> tuple[list[dict], list[dict]]:
 
 
 def offset_deletes_by_topic(offset_deletes: list[dict]) -> list[dict]:
-    """The OffsetDelete candidates one row per group and topic: [{group, topic, partitions,
+    """The OffsetDelete candidates one row per group and topic: [{group_id, topic, partitions,
     lag_messages, first_expires_at}], in the candidates' order (a group dropping a topic of 24
     partitions is one row, not 24)."""
     by_topic: dict[tuple[str, str], dict] = {}
     for row in offset_deletes:
-        entry = by_topic.setdefault((row["group"], row["topic"]), {
-            "group": row["group"], "topic": row["topic"], "partitions": 0, "lag_messages": None,
+        entry = by_topic.setdefault((row["group_id"], row["topic"]), {
+            "group_id": row["group_id"], "topic": row["topic"], "partitions": 0, "lag_messages": None,
             "first_expires_at": None})
         entry["partitions"] += 1
         if row.get("lag_messages") is not None:

@@ -65,15 +65,15 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
                                                           if part is not None) for r in states)]
     lagging = attention.lag_by_group(lake)
     for row in lagging[:SHOWN]:
-        lines.append(f"  lag {row['group']}: {row['lag_messages']:,} messages, {_oldest_unread(row)}")
+        lines.append(f"  lag {row['group_id']}: {row['lag_messages']:,} messages, {_oldest_unread(row)}")
     lines += _more(lagging, "lagging groups")
     for row in attention.retention_losses(lake, within_hours):
         if row["messages_lost"]:
-            lines.append(f"  lost to retention (KIP-490): {row['group']} never consumed {_lost_count(row)} "
+            lines.append(f"  lost to retention (KIP-490): {row['group_id']} never consumed {_lost_count(row)} "
                          f"of {row['topic']} that retention deleted")
     abandoned = attention.abandoned_offsets(lake)
     for row in abandoned[:SHOWN]:
-        lines.append(f"  abandoned: {row['group']} no longer subscribes to {row['topic']} and left "
+        lines.append(f"  abandoned: {row['group_id']} no longer subscribes to {row['topic']} and left "
                      f"{row['partitions']:,} offsets there ({row['lag_messages'] or 0:,} messages unread; "
                      "not counted as lag or loss)")
     lines += _more(abandoned, "groups' abandoned offsets")
@@ -85,15 +85,15 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
                      f"{next_at}")
     from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS  # cleanup_rows' threshold
 
-    offset_groups = {row["group"] for row in offset_deletes}
+    offset_groups = {row["group_id"] for row in offset_deletes}
     lines.append(f"a cleanup would: OffsetDelete {len(offset_deletes):,} stale offsets of unsubscribed topics in "
                  f"{len(offset_groups):,} groups; DeleteGroups for {len(group_deletes):,} groups Empty longer "
                  f"than {DEFAULT_IDLE_HOURS} h")
     for row in offset_deletes[:SHOWN]:
-        lines.append(f"  OffsetDelete {row['group']} {row['topic']}-{row['partition']} (offset {row['committed_offset']})")
+        lines.append(f"  OffsetDelete {row['group_id']} {row['topic']}-{row['partition_id']} (offset {row['committed_offset']})")
     lines += _more(offset_deletes, "stale offsets")
     for row in group_deletes[:SHOWN]:
-        lines.append(f"  DeleteGroups {row['group']} (Empty since {row['state_entered_at']:%Y-%m-%d %H:%M} UTC)")
+        lines.append(f"  DeleteGroups {row['group_id']} (Empty since {row['state_entered_at']:%Y-%m-%d %H:%M} UTC)")
     lines += _more(group_deletes, "groups")
     return lines
 
@@ -111,21 +111,21 @@ def headline(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOURS) -> 
     sentences.append(
         f"{_count(len(lagging), 'group')} {'lags' if len(lagging) == 1 else 'lag'}, "
         f"{_count(sum(r['lag_messages'] for r in lagging), 'message')} in all; furthest behind: "
-        + "; ".join(f"{r['group']}, {_count(r['lag_messages'], 'message')} ({_oldest_unread(r)})"
+        + "; ".join(f"{r['group_id']}, {_count(r['lag_messages'], 'message')} ({_oldest_unread(r)})"
                     for r in lagging[:3]) + "."
         if lagging else "No group lags.")
     losses = attention.retention_losses(lake, within_hours)
     lost = [r for r in losses if r["messages_lost"]]
     sentences.append(
-        f"Retention deleted messages before {_count(len({r['group'] for r in lost}), 'group')} read them: "
-        + "; ".join(f"{r['group']} lost {_lost_count(r)} of {r['topic']}" for r in lost[:3])
+        f"Retention deleted messages before {_count(len({r['group_id'] for r in lost}), 'group')} read them: "
+        + "; ".join(f"{r['group_id']} lost {_lost_count(r)} of {r['topic']}" for r in lost[:3])
         + (f"; and {len(lost) - 3:,} more" if len(lost) > 3 else "") + "."
         if lost else "Retention has deleted no message before a group read it.")
     at_risk = [r for r in losses if r["messages_at_risk"]]
     if at_risk:
         sentences.append(f"Due for deletion by retention within {within_hours} h: "
                          f"{_count(sum(r['messages_at_risk'] for r in at_risk), 'unread message')} of "
-                         f"{_count(len({r['group'] for r in at_risk}), 'group')}.")
+                         f"{_count(len({r['group_id'] for r in at_risk}), 'group')}.")
     by_rule = attention.expiration_by_rule(lake, within_hours)
     due_now, due_within = sum(r["due_now"] for r in by_rule), sum(r["due_within"] for r in by_rule)
     sentences.append(f"Due to expire at Kafka's next check: {_count(due_now, 'committed offset')}, and "
@@ -135,12 +135,12 @@ def headline(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOURS) -> 
     if abandoned:
         sentences.append(f"Left behind on topics no member subscribes to any more: "
                          f"{_count(sum(r['partitions'] for r in abandoned), 'committed offset')} of "
-                         f"{_count(len({r['group'] for r in abandoned}), 'group')} (not counted as lag or loss).")
+                         f"{_count(len({r['group_id'] for r in abandoned}), 'group')} (not counted as lag or loss).")
     from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS  # cleanup_rows' threshold
 
     offset_deletes, group_deletes = attention.cleanup_rows(lake)
     sentences.append(f"A cleanup would delete {_count(len(offset_deletes), 'stale offset')} in "
-                     f"{_count(len({r['group'] for r in offset_deletes}), 'group')}, and "
+                     f"{_count(len({r['group_id'] for r in offset_deletes}), 'group')}, and "
                      f"{_count(len(group_deletes), 'group')} Empty for longer than {DEFAULT_IDLE_HOURS} h."
                      if offset_deletes or group_deletes
                      else "Nothing to clean up.")

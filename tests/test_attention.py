@@ -24,10 +24,10 @@ def test_abandoned_offsets_are_neither_lag_nor_loss_nor_risk(lake):
     write(lake, "retention_forecast", [{**key, "unread_in_log": 10, "hours_left": 1.0,
                                         "deletion_expected_at": at(1) + timedelta(hours=1)} for key in keys])
 
-    assert attention.lag_by_group(lake) == [{"group": "g", "lag_messages": 10, "lag_ms": 1000, "unread_in_log": 10}]
+    assert attention.lag_by_group(lake) == [{"group_id": "g", "lag_messages": 10, "lag_ms": 1000, "unread_in_log": 10}]
     (loss,) = attention.retention_losses(lake)
     assert (loss["topic"], loss["messages_lost"], loss["messages_at_risk"]) == ("kept", 5, 10)
-    assert attention.abandoned_offsets(lake) == [{"group": "g", "topic": "left", "partitions": 1, "lag_messages": 10,
+    assert attention.abandoned_offsets(lake) == [{"group_id": "g", "topic": "left", "partitions": 1, "lag_messages": 10,
                                                   "first_expires_at": at(30)}]
 
 
@@ -47,17 +47,17 @@ def test_groups_without_lag_are_listed_only_when_asked(lake):
                                  for g, lag in (("behind", 3), ("caught-up", 0))])
     write(lake, "expirable_offsets", [{"group_id": g, "topic": "t", "partition_id": 0, "is_abandoned": False}
                                       for g in ("behind", "caught-up")])
-    assert [row["group"] for row in attention.lag_by_group(lake)] == ["behind"]
-    assert [row["group"] for row in attention.lag_by_group(lake, lagging_only=False)] == ["behind", "caught-up"]
+    assert [row["group_id"] for row in attention.lag_by_group(lake)] == ["behind"]
+    assert [row["group_id"] for row in attention.lag_by_group(lake, lagging_only=False)] == ["behind", "caught-up"]
 
 
 def test_offset_delete_candidates_are_summed_per_group_and_topic():
-    rows = [{"group": "g", "topic": "old", "partition": p, "lag_messages": lag, "expires_at": expires_at}
+    rows = [{"group_id": "g", "topic": "old", "partition_id": p, "lag_messages": lag, "expires_at": expires_at}
             for p, lag, expires_at in ((0, 3, at(20)), (1, None, at(10)), (2, 4, None))]
-    rows.append({"group": "h", "topic": "old", "partition": 0, "lag_messages": None, "expires_at": None})
+    rows.append({"group_id": "h", "topic": "old", "partition_id": 0, "lag_messages": None, "expires_at": None})
     assert attention.offset_deletes_by_topic(rows) == [
-        {"group": "g", "topic": "old", "partitions": 3, "lag_messages": 7, "first_expires_at": at(10)},
-        {"group": "h", "topic": "old", "partitions": 1, "lag_messages": None, "first_expires_at": None}]
+        {"group_id": "g", "topic": "old", "partitions": 3, "lag_messages": 7, "first_expires_at": at(10)},
+        {"group_id": "h", "topic": "old", "partitions": 1, "lag_messages": None, "first_expires_at": None}]
 
 
 def test_a_dead_group_is_shown_dead_with_no_kind(lake):
@@ -66,4 +66,4 @@ def test_a_dead_group_is_shown_dead_with_no_kind(lake):
                                 {"group_id": "loner", "state": "Empty", "classification": "standalone"}])
     assert attention.groups_by_state(lake) == [{"state": "Dead", "classification": None, "groups": 1},
                                                {"state": "Empty", "classification": "standalone", "groups": 1}]
-    assert [(g["group"], g["kind"]) for g in list_groups(lake)] == [("gone", None), ("loner", "standalone")]
+    assert [(g["group_id"], g["kind"]) for g in list_groups(lake)] == [("gone", None), ("loner", "standalone")]

@@ -26,10 +26,10 @@ from offsets_platform.lake.sql_literals import lake_string
 
 DEFAULT_IDLE_HOURS = 168
 
-# The candidates keep Kafka's names, group and partition, as the plans' actions and the cleanup
-# tables do (the model tables' group_id and partition_id).
+# The candidates name a group and a partition as the model tables do, group_id and partition_id;
+# a plan's actions and the cleanup tables, stored as Kafka names them, say group and partition.
 _STALE_OFFSETS = """
-select e.group_id as "group", e.topic, e.partition_id as "partition", e.committed_offset, e.estimated_committed_at,
+select e.group_id, e.topic, e.partition_id, e.committed_offset, e.estimated_committed_at,
        e.expires_at, l.lag_messages
 from expirable_offsets e
 join group_state g on g.group_id = e.group_id
@@ -44,12 +44,12 @@ order by e.group_id, e.topic, e.partition_id
 
 @dataclass(frozen=True)
 class CleanupCandidates:
-    offset_deletes: list[dict]  # group, topic, partition, committed_offset, commit time, expires_at, lag
-    group_deletes: list[dict]  # group, state, state_entered_at, classification, committed_offsets
+    offset_deletes: list[dict]  # group_id, topic, partition_id, committed_offset, commit time, expires_at, lag
+    group_deletes: list[dict]  # group_id, state, state_entered_at, classification, committed_offsets
     idle_hours: int
 
     def offset_groups(self) -> list[str]:
-        return sorted({row["group"] for row in self.offset_deletes})
+        return sorted({row["group_id"] for row in self.offset_deletes})
 
 
 # What the candidates are read from. Before the models have run, an empty answer would say there
@@ -73,7 +73,7 @@ def cleanup_candidates(lake: Lake, idle_hours: int = DEFAULT_IDLE_HOURS) -> Clea
     idle = []
     if now is not None:
         idle = [row for row in lake.query(
-            f"""select g.group_id as "group", g.state, g.state_entered_at, g.classification,
+            f"""select g.group_id, g.state, g.state_entered_at, g.classification,
                        count(o.topic) as committed_offsets
                 from group_state g
                 left join committed_offsets o on o.group_id = g.group_id

@@ -88,8 +88,8 @@ def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HO
     committed = _committed_offsets(lake)
     share_state = share_state_partitions(lake) if any(
         row["classification"] == "share" for row in candidates.group_deletes) else {}
-    actions += [_delete_group(row, idle_hours, committed.get(row["group"], {}),
-                              _share_facts(groups.get(row["group"], {}), share_state))
+    actions += [_delete_group(row, idle_hours, committed.get(row["group_id"], {}),
+                              _share_facts(groups.get(row["group_id"], {}), share_state))
                 for row in candidates.group_deletes]
     actions, done = _unique(actions), removed_since_the_models_ran(lake)
     left_out = [action for action in actions if action.action_id in done]
@@ -184,14 +184,14 @@ def _subscriptions(lake: Lake) -> dict[str, set[str]]:
 
 
 def _offset_delete(row: dict, groups: dict, subscriptions: dict, lag: dict, reason: str) -> PlannedAction:
-    """`row`: an offset as the candidates name it (group, topic, partition, committed_offset, ...);
+    """`row`: an offset as the candidates name it (group_id, topic, partition_id, committed_offset, ...);
     `groups`, `lag`: group_state and consumer_lag rows by their keys."""
-    group = groups.get(row["group"], {})
-    lagging = lag.get((row["group"], row["topic"], row["partition"]), {})
-    return PlannedAction(OFFSET_DELETE, row["group"], row["topic"], row["partition"], reason, facts={
+    group = groups.get(row["group_id"], {})
+    lagging = lag.get((row["group_id"], row["topic"], row["partition_id"]), {})
+    return PlannedAction(OFFSET_DELETE, row["group_id"], row["topic"], row["partition_id"], reason, facts={
         "group_state": group.get("state"),
         "member_count": group.get("count_members"),  # the facts' name, as plans stored it
-        "subscribed_topics": sorted(subscriptions.get(row["group"], ())),
+        "subscribed_topics": sorted(subscriptions.get(row["group_id"], ())),
         "committed_offset": row["committed_offset"],
         "commit_time": row.get("estimated_committed_at"),
         "lag_messages": lagging.get("lag_messages"),
@@ -207,7 +207,7 @@ def _clean_early(lake: Lake, chosen: tuple[str, ...], groups: dict, subscription
         return []
     actions = []
     # with the names the candidates give them, which _offset_delete reads
-    offsets = lake.query('''select group_id as "group", topic, partition_id as "partition", committed_offset,
+    offsets = lake.query('''select group_id, topic, partition_id, committed_offset,
                                    estimated_committed_at, expires_at from expirable_offsets''',
                          "expirable_offsets").to_pylist()
     for name in chosen:
@@ -218,12 +218,13 @@ def _clean_early(lake: Lake, chosen: tuple[str, ...], groups: dict, subscription
             raise PlanError(f"cannot clean {name!r} early: it is {group['state']} with "
                             f"{group['count_members']} members; only Empty or standalone groups can be")
         reason = f"the operator chose to clean this {group['classification']} group early (it is Empty)"
-        actions += [_offset_delete(row, groups, subscriptions, lag, reason) for row in offsets if row["group"] == name]
+        actions += [_offset_delete(row, groups, subscriptions, lag, reason) for row in offsets
+                    if row["group_id"] == name]
     return actions
 
 
 def _delete_group(row: dict, idle_hours: int, offsets: dict[str, int], share_facts: dict) -> PlannedAction:
-    return PlannedAction(DELETE_GROUPS, row["group"], None, None,
+    return PlannedAction(DELETE_GROUPS, row["group_id"], None, None,
                          f"the group has been Empty for more than {idle_hours} h", facts={
                              "group_state": row["state"], "state_since": row["state_entered_at"],
                              "classification": row["classification"],

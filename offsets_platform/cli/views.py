@@ -94,7 +94,7 @@ def _groups(args, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     rows = list_groups(lake, frozenset().union(*args.state))
-    _print_rows(args, rows, [("GROUP", "group"), ("STATE", "state"), ("STATUS", "status"), ("KIND", "kind"),
+    _print_rows(args, rows, [("GROUP", "group_id"), ("STATE", "state"), ("STATUS", "status"), ("KIND", "kind"),
                              ("MEMBERS", "members"),
                              ("TOPICS", "topics"), ("PARTITIONS", "partitions"), ("LAG", "lag")])
     _from(args, freshness(lake))
@@ -120,7 +120,7 @@ def _describe(args, settings: Settings) -> int:
     if args.output == "json":
         print(as_json(view.__dict__))
         return 0
-    print(f"GROUP {view.group}: {view.state}, {view.kind or 'unknown kind'}"
+    print(f"GROUP {view.group_id}: {view.state}, {view.kind or 'unknown kind'}"
           + (f", protocol {view.protocol}" if view.protocol else "") + f", {len(view.members)} members"
           + (f", status {view.status}" if view.status else ""))
     if args.live:
@@ -129,7 +129,7 @@ def _describe(args, settings: Settings) -> int:
     else:
         print()
         print("\n".join(table_lines(
-            [("TOPIC", "topic"), ("PARTITION", "partition"), ("CURRENT-OFFSET", "current_offset"),
+            [("TOPIC", "topic"), ("PARTITION", "partition_id"), ("CURRENT-OFFSET", "current_offset"),
              ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"), ("STATUS", "status"),
              ("EXPIRES-AT", "expires_at"), ("EXPIRY", "expiry")], view.offsets)) if view.offsets
               else "no committed offsets")
@@ -154,13 +154,13 @@ def kafka_describe_lines(view) -> list[str]:
     group, topic, consumer id and host columns at least 15 wide, or as wide as their longest."""
     rows = view.offsets
     width = {key: max([15] + [len(cell(row[key])) for row in rows]) for key in ("topic", "consumer_id", "host")}
-    width["group"] = max(15, len(view.group))
-    line = (f"%-{width['group']}s %-{width['topic']}s %-10s %-15s %-15s %-15s "
+    width["group_id"] = max(15, len(view.group_id))
+    line = (f"%-{width['group_id']}s %-{width['topic']}s %-10s %-15s %-15s %-15s "
             f"%-{width['consumer_id']}s %-{width['host']}s %s")
     lines = ["", line % ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                          "CONSUMER-ID", "HOST", "CLIENT-ID")]
-    lines += [line % (view.group, *(cell(row[key]) for key in (
-        "topic", "partition", "current_offset", "log_end_offset", "lag", "consumer_id", "host", "client_id")))
+    lines += [line % (view.group_id, *(cell(row[key]) for key in (
+        "topic", "partition_id", "current_offset", "log_end_offset", "lag", "consumer_id", "host", "client_id")))
         for row in rows]
     return lines
 
@@ -170,7 +170,7 @@ def _expiring(args, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     rows = expiring(lake, args.within)
-    _print_rows(args, rows, [("GROUP", "group"), ("TOPIC", "topic"), ("STATE", "group_state"), ("RULE", "rule"),
+    _print_rows(args, rows, [("GROUP", "group_id"), ("TOPIC", "topic"), ("STATE", "group_state"), ("RULE", "rule"),
                              ("PARTITIONS", "partitions"), ("DUE-NOW", "due_now"),
                              ("FIRST-EXPIRES-AT", "first_expires_at"), ("HOURS-LEFT", "hours_until_first")],
                 empty=f"no committed offset expires within {args.within:g} h")
@@ -184,7 +184,7 @@ def _lost(args, settings: Settings) -> int:
     lake = lake_of(args, settings, must_exist=True)
     rows = lost(lake, args.since)
     when = f" since {args.since:%Y-%m-%d %H:%M} UTC" if args.since else ""
-    _print_rows(args, rows, [("GROUP", "group"), ("TOPIC", "topic"), ("PARTITIONS", "partitions_lost"),
+    _print_rows(args, rows, [("GROUP", "group_id"), ("TOPIC", "topic"), ("PARTITIONS", "partitions_lost"),
                              ("LOST-AT-MOST", "messages_lost"), ("LOST-AT-LEAST", "messages_lost_at_least"),
                              ("LAST-LOSS-SEEN", "last_loss_at")],
                 empty=f"no messages deleted by retention before their group read them{when}")

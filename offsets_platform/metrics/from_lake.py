@@ -106,7 +106,7 @@ def _lag(lake: Lake) -> list[Family]:
                             "Messages behind the offsets a group left on a topic it no longer reads: not lag "
                             "(models expirable_offsets and consumer_lag).")
     for row in attention.abandoned_offsets(lake):
-        labels = {"group": row["group"], "topic": row["topic"]}
+        labels = {"group_id": row["group_id"], "topic": row["topic"]}
         abandoned.add(row["partitions"], **labels)
         abandoned_lag.add(row["lag_messages"], **labels)
     return [messages, seconds, abandoned, abandoned_lag]
@@ -126,7 +126,7 @@ def _status(lake: Lake) -> list[Family]:
     for row in rows:
         partitions.add(1, **_partition_labels(row), status=row["status"])
     for group, status in dict.fromkeys((row["group_id"], row["group_status"]) for row in rows):
-        groups.add(1, group=group, status=status)
+        groups.add(1, group_id=group, status=status)
     return [partitions, groups]
 
 
@@ -144,7 +144,7 @@ def _expiring(lake: Lake, within_hours: float) -> list[Family]:
                     "1-9999 (model expirable_offsets, expires_at).")
     horizon.add(within_hours * 3600)
     for row in attention.expiring_by_topic(lake, within_hours):
-        labels = {"group": row["group"], "topic": row["topic"], "rule": row["rule"]}
+        labels = {"group_id": row["group_id"], "topic": row["topic"], "rule": row["rule"]}
         expiring.add(row["partitions"], **labels)
         due_now.add(row["due_now"], **labels)
         first.add(_seconds(row["first_expires_at"]), **labels)
@@ -173,8 +173,8 @@ def _freshness(lake: Lake) -> list[Family]:
 
 
 def _partition_labels(row: dict) -> dict:
-    """A model row's partition as the metrics label it: group, topic, partition."""
-    return {"group": row["group_id"], "topic": row["topic"], "partition": row["partition_id"]}
+    """A model row's partition as the metrics label it: group_id, topic, partition_id (the tables' names)."""
+    return {"group_id": row["group_id"], "topic": row["topic"], "partition_id": row["partition_id"]}
 
 
 def _latest(lake: Lake, table: str, column: str) -> datetime | None:

@@ -115,30 +115,30 @@ def _attention(lake: Lake) -> str:
         '<section id="attention"><h2>What needs attention</h2>',
         f"<h3>Offsets that expire within {hours} h (or are due already)</h3>",
         _table("table-expiring-soon", expiring_by_topic(lake, hours),
-               ["group", "topic", "rule", "group_state", "partitions", "due_now", "first_expires_at",
+               ["group_id", "topic", "rule", "group_state", "partitions", "due_now", "first_expires_at",
                 "hours_until_first"]),
         f"<h3>Groups losing messages to retention (lost already: deleted unread; at risk: unread, still in "
         f"the log, due for deletion within {hours} h)</h3>",
         _table("table-retention-losses", retention_losses(lake, hours),
-               ["group", "topic", "messages_lost", "messages_lost_at_least", "partitions_lost", "last_loss_at",
+               ["group_id", "topic", "messages_lost", "messages_lost_at_least", "partitions_lost", "last_loss_at",
                 "messages_at_risk", "partitions_due", "next_deletion_at"]),
         "<h3>Abandoned offsets (the group reads on, but no member subscribes to the topic any more; not "
         "counted as lag or loss above)</h3>",
         _table("table-abandoned-offsets", abandoned_offsets(lake),
-               ["group", "topic", "partitions", "lag_messages", "first_expires_at"]),
+               ["group_id", "topic", "partitions", "lag_messages", "first_expires_at"]),
         "<h3>Cleanup candidates: OffsetDelete (offsets of topics the group no longer subscribes to)</h3>",
         _table("table-cleanup-offsets", offset_deletes_by_topic(offset_deletes),
-               ["group", "topic", "partitions", "lag_messages", "first_expires_at"]),
+               ["group_id", "topic", "partitions", "lag_messages", "first_expires_at"]),
         "<h3>Cleanup candidates: DeleteGroups (groups Empty for long)</h3>",
         _table("table-cleanup-groups", group_deletes,
-               ["group", "state", "state_entered_at", "classification", "committed_offsets"]),
+               ["group_id", "state", "state_entered_at", "classification", "committed_offsets"]),
         "</section>",
     ])
 
 
 # The tables' headers in words (the rows keep the keys every front end shares).
 HEADERS = {
-    "group_state": "group state", "due_now": "due now", "first_expires_at": "first expires",
+    "group_id": "group", "group_state": "group state", "due_now": "due now", "first_expires_at": "first expires",
     "hours_until_first": "first expires in", "messages_lost": "messages lost (at most)",
     "messages_lost_at_least": "at least", "partitions_lost": "partitions", "last_loss_at": "last loss seen",
     "messages_at_risk": "messages at risk", "partitions_due": "partitions at risk",

@@ -21,7 +21,7 @@ class GroupView:
     """One group: its state and kind, one row per partition it has an offset on (or is assigned),
     and its members.
 
-    `offsets` rows: topic, partition, current_offset, log_end_offset, lag, consumer_id, host,
+    `offsets` rows: topic, partition_id, current_offset, log_end_offset, lag, consumer_id, host,
     client_id, and from the lake also expires_at, expiry (the rule or why none applies) and status
     (Burrow's verdict on the partition, consumer_status; None when not evaluated).
     `members` rows: consumer_id, group_instance_id, host, client_id, partitions (assigned count,
@@ -29,7 +29,7 @@ class GroupView:
     `source` says where the answer comes from and how fresh it is.
     """
 
-    group: str
+    group_id: str
     state: str
     kind: str
     protocol: str

@@ -36,29 +36,29 @@ def describe_group(connection: KafkaConnection, group: str, timeout_s: float = T
         if live.state == DEAD and not live.committed_offsets:
             return None
         assigned = _assigned_rows(live.members)
-        unassigned = sorted(set(live.committed_offsets) - {(row["topic"], row["partition"]) for row in assigned})
-        rows = assigned + [{"topic": topic, "partition": partition, "consumer_id": None, "host": None,
+        unassigned = sorted(set(live.committed_offsets) - {(row["topic"], row["partition_id"]) for row in assigned})
+        rows = assigned + [{"topic": topic, "partition_id": partition, "consumer_id": None, "host": None,
                             "client_id": None} for topic, partition in unassigned]
         try:
-            _, ends = log_start_and_end(admin, [TopicPartition(row["topic"], row["partition"]) for row in rows])
+            _, ends = log_start_and_end(admin, [TopicPartition(row["topic"], row["partition_id"]) for row in rows])
         except CONNECTION_ERRORS as error:
             raise BrokerUnreachable(connection.bootstrap_servers, f"ListOffsets failed ({error})") from error
     for row in rows:
-        current = live.committed_offsets.get((row["topic"], row["partition"]))
-        end = ends.get(TopicPartition(row["topic"], row["partition"]))
+        current = live.committed_offsets.get((row["topic"], row["partition_id"]))
+        end = ends.get(TopicPartition(row["topic"], row["partition_id"]))
         row.update(current_offset=current, log_end_offset=end,
                    lag=end - current if current is not None and end is not None else None)
     members = [{"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.client_host,
                 "client_id": m.client_id, "partitions": _partition_count(m),
                 "subscription": subscription(m.subscribed_topics, m.subscribed_topic_regex)} for m in live.members]
-    return GroupView(group=group, state=live.state, kind=live.group_type or "", protocol=live.protocol_type,
+    return GroupView(group_id=group, state=live.state, kind=live.group_type or "", protocol=live.protocol_type,
                      source=f"the broker at {connection.bootstrap_servers}, now", offsets=rows, members=members)
 
 
 def _assigned_rows(members: tuple[MemberDescription, ...]) -> list[dict]:
     # Python's sort is stable, as Java's: members with equal counts keep the broker's order.
     with_partitions = sorted((m for m in members if _partition_count(m)), key=lambda m: -_partition_count(m))
-    return [{"topic": entry["topic"], "partition": partition, "consumer_id": member.member_id,
+    return [{"topic": entry["topic"], "partition_id": partition, "consumer_id": member.member_id,
              "host": member.client_host, "client_id": member.client_id}
             for member in with_partitions
             for entry in sorted(member.assigned_partitions, key=lambda e: e["topic"])

@@ -45,7 +45,7 @@ def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
             -- one value per group, repeated on each of its partitions' rows
             select group_id, max(group_status) as status from consumer_status group by group_id
         )
-        select g.group_id as "group", g.state, s.status, {attention.KIND} as kind, g.count_members as members,
+        select g.group_id, g.state, s.status, {attention.KIND} as kind, g.count_members as members,
                coalesce(o.topics, 0) as topics, coalesce(o.partitions, 0) as partitions
         from group_state g
         left join offsets o on o.group_id = g.group_id
@@ -53,9 +53,9 @@ def list_groups(lake: Lake, states: frozenset[str] = frozenset()) -> list[dict]:
         {wanted}
         order by g.group_id
         """, "group_state", "committed_offsets", "consumer_status").to_pylist()
-    lag = {row["group"]: row for row in attention.lag_by_group(lake, lagging_only=False)}
-    return [{**group, "lag": lag.get(group["group"], {}).get("lag_messages"),
-             "lag_ms": lag.get(group["group"], {}).get("lag_ms")} for group in groups]
+    lag = {row["group_id"]: row for row in attention.lag_by_group(lake, lagging_only=False)}
+    return [{**group, "lag": lag.get(group["group_id"], {}).get("lag_messages"),
+             "lag_ms": lag.get(group["group_id"], {}).get("lag_ms")} for group in groups]
 
 
 def describe_group(lake: Lake, group: str) -> GroupView | None:
@@ -71,7 +71,7 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
         return None
     (state,) = states
     offsets = lake.query(f"""
-        select c.topic, c.partition_id as "partition", c.committed_offset as current_offset, l.log_end_offset,
+        select c.topic, c.partition_id, c.committed_offset as current_offset, l.log_end_offset,
                l.lag_messages as lag, e.expires_at, e.hours_until_expiry,
                e.is_expired as expired_now, e.rule,
                e.not_eligible_reason, s.status
@@ -90,7 +90,7 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
         from group_members where group_id = {name} order by member_id
         """, "group_members").to_pylist()
     return GroupView(
-        group=group, state=state["state"], kind=state["classification"], status=state["status"],
+        group_id=group, state=state["state"], kind=state["classification"], status=state["status"],
         protocol=state["protocol"] or state["protocol_type"] or "", source=freshness(lake),
         offsets=[{**row, "consumer_id": None, "host": None, "client_id": None, "expiry": expiry(row)}
                  for row in offsets],

@@ -46,10 +46,10 @@ def test_unread_messages_due_within_the_horizon_alert_once_per_group_and_topic(l
                                        forecast("g", 2, 7, 30.0),  # beyond the horizon
                                        forecast("h", 0, 3, 24.0)])  # on the edge: within
     alerts = messages_at_risk(lake, within_hours=24)
-    assert [(a.group, a.topic, [p["partition"] for p in a.partitions]) for a in alerts] == [("g", "t", [0, 1]),
+    assert [(a.group_id, a.topic, [p["partition_id"] for p in a.partitions]) for a in alerts] == [("g", "t", [0, 1]),
                                                                                            ("h", "t", [0])]
     assert "15 unread messages" in alerts[0].summary and "due now" in alerts[0].summary
-    assert [a.group for a in messages_at_risk(lake, within_hours=23.9)] == ["g"]
+    assert [a.group_id for a in messages_at_risk(lake, within_hours=23.9)] == ["g"]
 
 
 def test_a_group_catching_up_is_not_alerted_for_messages_it_will_read_in_time(lake):
@@ -57,7 +57,7 @@ def test_a_group_catching_up_is_not_alerted_for_messages_it_will_read_in_time(la
     write(lake, "consumer_status", [status("ok", 0, "OK"), status("warn", 0, "WARN"), status("stop", 0, "STOP")])
     alerts = messages_at_risk(lake, within_hours=24)
     # "new": not evaluated yet (no observations), so nobody can say it catches up
-    assert [a.group for a in alerts] == ["new", "stop", "warn"]
+    assert [a.group_id for a in alerts] == ["new", "stop", "warn"]
     assert alerts[2].summary.endswith("and the group is not catching up (WARN on 1)")
     assert alerts[0].summary.endswith("(not evaluated on 1)")
 
@@ -76,7 +76,7 @@ def test_a_loss_the_latest_snapshot_saw_alerts_once_and_clears_at_the_next_refre
     write(lake, "expirable_offsets", [expirable("h", 0, 1.0, rule="unsubscribed_topic", topic="left",
                                                 abandoned=True)])  # h left the topic on purpose
     first = [a for a in evaluate(lake, AlertSettings()) if a.kind == MESSAGES_LOST]
-    assert [(a.key, [p["partition"] for p in a.partitions]) for a in first] == [
+    assert [(a.key, [p["partition_id"] for p in a.partitions]) for a in first] == [
         (f"messages_lost/g/t/{quote(snapshots[1].isoformat(), safe='')}", [0, 1])]
     assert "retention deleted 95 to 105 messages it had not read" in first[0].summary
     told = changes({}, first, now=snapshots[1])
@@ -110,7 +110,7 @@ def test_only_a_watched_groups_expiring_offsets_alert(lake):
                                       expirable("scratch", 0, 1.0)])
     assert offsets_expiring(lake, 24, watched_groups=()) == []  # nobody said which groups matter
     alerts = offsets_expiring(lake, 24, watched_groups=("orders", "pay-*"))
-    assert [(a.group, a.qualifier, [p["partition"] for p in a.partitions]) for a in alerts] == [
+    assert [(a.group_id, a.qualifier, [p["partition_id"] for p in a.partitions]) for a in alerts] == [
         ("orders", "empty_group", [0, 1]), ("pay-eu", "empty_group", [0]), ("pay-us", "standalone", [0])]
     assert "within 24 h: 1 due now, the next in 3.0 h;" in alerts[0].summary
     assert "within 24 h: the first in 1.0 h;" in alerts[1].summary
@@ -122,7 +122,7 @@ def test_stop_stall_and_rewind_alert_per_status_and_the_other_statuses_do_not(la
                                     status("h", 0, "REWIND"), status("ok", 0, "OK"), status("w", 0, "WARN"),
                                     status("i", 0, "INCOMPLETE"), status("a", 0, "ABANDONED")])
     alerts = evaluate(lake, AlertSettings())
-    assert [(a.kind, a.group, a.qualifier, len(a.partitions)) for a in alerts] == [
+    assert [(a.kind, a.group_id, a.qualifier, len(a.partitions)) for a in alerts] == [
         (CONSUMER_STATUS, "g", "STALL", 1), (CONSUMER_STATUS, "g", "STOP", 2), (CONSUMER_STATUS, "h", "REWIND", 1)]
     assert alerts[1].summary.startswith("group g is ERR: t partitions 0, 1 STOP")
 
@@ -130,7 +130,7 @@ def test_stop_stall_and_rewind_alert_per_status_and_the_other_statuses_do_not(la
 def test_ignored_groups_never_alert(lake):
     write(lake, "consumer_status", [status("test-1", 0, "STOP"), status("real", 0, "STOP")])
     write(lake, "retention_forecast", [forecast("test-1", 0, 10, 1.0)])
-    assert [a.group for a in evaluate(lake, AlertSettings(ignored_groups=("test-*",)))] == ["real"]
+    assert [a.group_id for a in evaluate(lake, AlertSettings(ignored_groups=("test-*",)))] == ["real"]
 
 
 def test_keys_stay_while_the_numbers_move_and_changes_tell_opened_and_cleared_once(lake):

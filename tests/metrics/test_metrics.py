@@ -37,34 +37,34 @@ def test_coordinator_meters_add_up_every_bucket(filled):
 def test_non_consumed_sums_every_loss_per_group_topic_and_partition(filled):
     found = samples(exposition(filled))
     assert {labels: value for (name, labels), value in found.items() if name == P + "non_consumed_total"} == {
-        key("", group="busy", topic="t", partition=0)[1]: 15,
-        key("", group="busy", topic="t", partition=1)[1]: 7,
-        key("", group=AWKWARD, topic="t", partition=0)[1]: 3}
-    assert found[key(P + "non_consumed_at_least_total", group="busy", topic="t", partition=0)] == 13
+        key("", group_id="busy", topic="t", partition_id=0)[1]: 15,
+        key("", group_id="busy", topic="t", partition_id=1)[1]: 7,
+        key("", group_id=AWKWARD, topic="t", partition_id=0)[1]: 3}
+    assert found[key(P + "non_consumed_at_least_total", group_id="busy", topic="t", partition_id=0)] == 13
 
 
 def test_lag_in_messages_and_seconds_with_an_unknown_age_left_out(filled):
     found = samples(exposition(filled))
-    assert found[key(P + "consumer_lag_messages", group="busy", topic="t", partition=0)] == 3
-    assert found[key(P + "consumer_lag_messages", group="busy", topic="t", partition=1)] == 0
-    assert found[key(P + "consumer_lag_seconds", group="busy", topic="t", partition=0)] == 1.5
-    assert found[key(P + "consumer_lag_seconds", group=AWKWARD, topic="t", partition=0)] == 120
-    assert key(P + "consumer_lag_seconds", group="busy", topic="t", partition=1) not in found  # null, not 0
+    assert found[key(P + "consumer_lag_messages", group_id="busy", topic="t", partition_id=0)] == 3
+    assert found[key(P + "consumer_lag_messages", group_id="busy", topic="t", partition_id=1)] == 0
+    assert found[key(P + "consumer_lag_seconds", group_id="busy", topic="t", partition_id=0)] == 1.5
+    assert found[key(P + "consumer_lag_seconds", group_id=AWKWARD, topic="t", partition_id=0)] == 120
+    assert key(P + "consumer_lag_seconds", group_id="busy", topic="t", partition_id=1) not in found  # null, not 0
 
 
 def test_status_per_partition_and_one_per_group(filled):
     found = samples(exposition(filled))
-    statuses = {(dict(labels)["group"], dict(labels)["partition"], dict(labels)["status"], value)
+    statuses = {(dict(labels)["group_id"], dict(labels)["partition_id"], dict(labels)["status"], value)
                 for (name, labels), value in found.items() if name == P + "consumer_partition_status"}
     assert statuses == {("busy", "0", "STALL", 1), ("busy", "1", "OK", 1), (AWKWARD, "0", "WARN", 1)}
-    groups = {(dict(labels)["group"], dict(labels)["status"]) for (name, labels), value in found.items()
+    groups = {(dict(labels)["group_id"], dict(labels)["status"]) for (name, labels), value in found.items()
               if name == P + "consumer_group_status"}
     assert groups == {("busy", "ERR"), (AWKWARD, "WARN")}
 
 
 def test_expiring_counts_partitions_within_the_horizon_due_ones_included(filled):
     found = samples(exposition(filled))
-    labels = {"group": AWKWARD, "topic": "u", "rule": "standalone"}
+    labels = {"group_id": AWKWARD, "topic": "u", "rule": "standalone"}
     assert found[key(P + "offsets_expiring", **labels)] == 2
     assert found[key(P + "offsets_expiring_due_now", **labels)] == 1
     assert found[key(P + "offsets_expiring_first_timestamp_seconds", **labels)] == at(0).timestamp() - 3600
@@ -72,7 +72,7 @@ def test_expiring_counts_partitions_within_the_horizon_due_ones_included(filled)
     wider = samples(exposition(filled, within_hours=48))
     assert wider[key(P + "offsets_expiring", **labels)] == 3
     assert wider[key(P + "offsets_expiring_horizon_seconds")] == 48 * 3600
-    assert not [name for name, labels in found if dict(labels).get("group") == "busy" and "expiring" in name]
+    assert not [name for name, labels in found if dict(labels).get("group_id") == "busy" and "expiring" in name]
 
 
 def test_the_times_of_the_latest_refresh_ingest_and_snapshot(filled):
@@ -94,20 +94,20 @@ def test_a_lake_without_models_declares_the_families_and_claims_nothing(lake):
 
 def test_label_values_and_help_are_escaped_in_both_formats():
     family = Family("x", "counter", 'says "hi" \\ and\nmore')
-    family.add(1, group=AWKWARD)
-    family.add(2.5, group="plain")
+    family.add(1, group_id=AWKWARD)
+    family.add(2.5, group_id="plain")
     assert render([family]).splitlines() == [
         '# HELP x says \\"hi\\" \\\\ and\\nmore',
         "# TYPE x counter",
-        'x_total{group="we\\"ird\\\\group\\nname"} 1',
-        'x_total{group="plain"} 2.5',
+        'x_total{group_id="we\\"ird\\\\group\\nname"} 1',
+        'x_total{group_id="plain"} 2.5',
         "# EOF"]
     # Prometheus's text format 0.0.4: the counter's family carries _total, HELP leaves quotes alone, no EOF
     assert render([family], openmetrics=False).splitlines()[:3] == [
         '# HELP x_total says "hi" \\\\ and\\nmore',
         "# TYPE x_total counter",
-        'x_total{group="we\\"ird\\\\group\\nname"} 1']
-    assert samples(render([family]))[key("x_total", group=AWKWARD)] == 1
+        'x_total{group_id="we\\"ird\\\\group\\nname"} 1']
+    assert samples(render([family]))[key("x_total", group_id=AWKWARD)] == 1
 
 
 def test_special_values_and_what_a_scraper_would_reject():
@@ -201,6 +201,6 @@ def test_offsets_a_group_left_behind_are_not_lag_but_abandoned(filled):
                                          "is_abandoned": True, "hours_until_expiry": 100.0} for p in (0, 1)])
     found = samples(exposition(filled))
     assert not [labels for (name, labels) in found if name.startswith(P + "consumer_lag") and ("topic", "old") in labels]
-    assert found[key(P + "abandoned_offsets", group="busy", topic="old")] == 2
-    assert found[key(P + "abandoned_lag_messages", group="busy", topic="old")] == 14
-    assert found[key(P + "consumer_lag_messages", group="busy", topic="t", partition=0)] == 3  # the rest stays
+    assert found[key(P + "abandoned_offsets", group_id="busy", topic="old")] == 2
+    assert found[key(P + "abandoned_lag_messages", group_id="busy", topic="old")] == 14
+    assert found[key(P + "consumer_lag_messages", group_id="busy", topic="t", partition_id=0)] == 3  # the rest stays

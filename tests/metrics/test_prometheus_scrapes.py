@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -100,15 +101,22 @@ def exporter(gold_lake, tmp_path_factory):
 @pytest.fixture(scope="module")
 def prometheus(exporter, tmp_path_factory):
     """A Prometheus scraping the exporter every second, after its first successful scrape: its URL."""
-    folder = tmp_path_factory.mktemp("prometheus")
-    config = folder / "prometheus.yml"
-    config.write_text(json.dumps({  # YAML reads JSON
+    config = json.dumps({  # YAML reads JSON
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
-        "scrape_configs": [{"job_name": "offsets_platform", "static_configs": [{"targets": [exporter]}]}]}))
+        "scrape_configs": [{"job_name": "offsets_platform", "static_configs": [{"targets": [exporter]}]}]})
+    with _running_prometheus(config, tmp_path_factory.mktemp("prometheus")) as url:
+        yield url
+
+
+@contextmanager
+def _running_prometheus(config: str, folder: Path):
+    """Prometheus with this configuration, once its job offsets_platform has scraped: its URL, until closed."""
+    (folder / "prometheus.yml").write_text(config)
     port = free_loopback_port()
     log = folder / "prometheus.log"
-    process = _start([_binary("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
-                      f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"], log)
+    process = _start([_binary("prometheus"), f"--config.file={folder / 'prometheus.yml'}",
+                      f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+                      "--log.level=warn"], log)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_for("Prometheus scrapes the exporter",
@@ -137,13 +145,13 @@ def test_prometheus_holds_the_gold_tables_numbers(prometheus, exporter, gold_lak
     # what the tables hold, read back through Prometheus
     assert stored[key(P + "offset_commits_total")] == 42  # coordinator_metrics, both buckets
     assert stored[key(P + "offset_deletions_total")] == 4
-    assert stored[key(P + "non_consumed_total", group="busy", topic="t", partition=0)] == 15  # unconsumed_messages
-    assert stored[key(P + "non_consumed_total", group=AWKWARD, topic="t", partition=0)] == 3
-    assert stored[key(P + "consumer_lag_messages", group=AWKWARD, topic="t", partition=0)] == 40  # consumer_lag
-    assert stored[key(P + "consumer_lag_seconds", group=AWKWARD, topic="t", partition=0)] == 120
-    assert stored[key(P + "consumer_partition_status", group="busy", topic="t", partition=0, status="STALL")] == 1
-    assert stored[key(P + "consumer_group_status", group=AWKWARD, status="WARN")] == 1  # consumer_status
-    assert stored[key(P + "offsets_expiring", group=AWKWARD, topic="u", rule="standalone")] == 3  # --within 2d
+    assert stored[key(P + "non_consumed_total", group_id="busy", topic="t", partition_id=0)] == 15  # unconsumed_messages
+    assert stored[key(P + "non_consumed_total", group_id=AWKWARD, topic="t", partition_id=0)] == 3
+    assert stored[key(P + "consumer_lag_messages", group_id=AWKWARD, topic="t", partition_id=0)] == 40  # consumer_lag
+    assert stored[key(P + "consumer_lag_seconds", group_id=AWKWARD, topic="t", partition_id=0)] == 120
+    assert stored[key(P + "consumer_partition_status", group_id="busy", topic="t", partition_id=0, status="STALL")] == 1
+    assert stored[key(P + "consumer_group_status", group_id=AWKWARD, status="WARN")] == 1  # consumer_status
+    assert stored[key(P + "offsets_expiring", group_id=AWKWARD, topic="u", rule="standalone")] == 3  # --within 2d
     assert stored[key(P + "models_last_run_timestamp_seconds")] == 1767226800  # model_runs, 2026-01-01 00:20 UTC
     # and every other sample the exporter serves, exactly
     assert stored == samples(exposition(gold_lake, within_hours=48))
@@ -166,3 +174,29 @@ def test_promtool_accepts_the_textfile(gold_lake, tmp_path):
     check = subprocess.run([_binary("promtool"), "check", "metrics"], input=textfile.read_text(),
                            capture_output=True, text=True, timeout=60)
     assert check.returncode == 0 and not check.stdout.strip() and not check.stderr.strip(), check
+
+
+def test_the_docs_relabelling_gives_dashboards_the_old_label_names_too(exporter, gold_lake, tmp_path):
+    # docs/metrics.md's configuration for the move to 0.2.0's label names, as written there, scraping
+    # this exporter every second
+    docs = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
+    config = docs.split("## Label names changed in 0.2.0", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert "metric_relabel_configs" in config and '"127.0.0.1:9308"' in config and "scrape_interval: 1m" in config
+    config = config.replace('"127.0.0.1:9308"', json.dumps(exporter)).replace("scrape_interval: 1m", "scrape_interval: 1s")
+    with _running_prometheus("global: {scrape_interval: 1s, scrape_timeout: 1s}\n" + config, tmp_path) as url:
+        # a range, as above: a later scrape that timed out would leave no instant value
+        stored = {}
+        for series in _query(url, '{__name__=~"offsets_platform_.*"}[1m]'):
+            labels = dict(series["metric"])
+            name = labels.pop("__name__")
+            labels.pop("job"), labels.pop("instance")
+            stored[key(name, **labels)] = float(series["values"][-1][1])
+    # every series as the exporter serves it, with the old names copied from the new ones beside them
+    expected = {}
+    for (name, labels), value in samples(exposition(gold_lake, within_hours=48)).items():
+        names = dict(labels)
+        old = {old: names[new] for new, old in (("group_id", "group"), ("partition_id", "partition")) if new in names}
+        expected[key(name, **names, **old)] = value
+    assert stored == expected
+    assert stored[key(P + "consumer_lag_messages", group="busy", group_id="busy", topic="t", partition="0",
+                      partition_id="0")] == 3

@@ -322,7 +322,7 @@ def test_the_cleanup_plan_waits_for_idle_empty_groups_of_every_kind(expirable, m
     from offsets_platform.cleanup.candidates import cleanup_candidates
 
     candidates = cleanup_candidates(module_lake, idle_hours=24)
-    proposed = {(row["group"], row["topic"]) for row in candidates.offset_deletes}
+    proposed = {(row["group_id"], row["topic"]) for row in candidates.offset_deletes}
     # stale offsets of groups with members
     assert {("stable", "old-topic"), ("kip848", "refunds"), ("kip848-regex", "gone-a"),
             ("streams-live", "old-words")} <= proposed
@@ -332,7 +332,7 @@ def test_the_cleanup_plan_waits_for_idle_empty_groups_of_every_kind(expirable, m
     assert not proposed & {("kip848-regex", "clk-app"), ("streams-live", "words"), ("kip848", "payments")}
     # Empty groups of every kind are deleted whole once idle for idle_hours (Kafka accepts
     # DeleteGroups for an Empty classic, KIP-848 or streams group)
-    idle = {row["group"]: row["classification"] for row in candidates.group_deletes}
+    idle = {row["group_id"]: row["classification"] for row in candidates.group_deletes}
     assert idle["kip848-empty"] == "kip848_consumer" and idle["streams-empty"] == "streams"
     assert "empty-ts" in idle and "stable" not in idle and "kip848" not in idle
 
@@ -398,12 +398,12 @@ def test_a_plan_proposes_no_deletion_of_a_group_that_runs_between_snapshots_or_c
 
     # 36 h: rerun went Empty 26 h before, standalone-live committed 14 h before (the first
     # snapshots that saw them Empty were 48 h before)
-    idle = {row["group"] for row in cleanup_candidates(module_lake, idle_hours=36).group_deletes}
+    idle = {row["group_id"] for row in cleanup_candidates(module_lake, idle_hours=36).group_deletes}
     assert not idle & {"rerun", "standalone-live", "acl-kip848", "acl-snap-only", "loading-classic"}
     assert "empty-ts" in idle
     # 12 h: standalone-live is idle that long, but its offset is not yet past Kafka's expiry,
     # while the standalone group that committed 65 h before is
-    idle = {row["group"] for row in cleanup_candidates(module_lake, idle_hours=12).group_deletes}
+    idle = {row["group_id"] for row in cleanup_candidates(module_lake, idle_hours=12).group_deletes}
     assert "standalone-live" not in idle and "standalone" in idle
-    stale = {row["group"] for row in cleanup_candidates(module_lake, idle_hours=12).offset_deletes}
+    stale = {row["group_id"] for row in cleanup_candidates(module_lake, idle_hours=12).offset_deletes}
     assert not stale & {"acl-snap-only", "loading-classic", "fetch-failed"}

@@ -158,7 +158,7 @@ def judged(spark, tmp_path_factory):
         run_models(spark, lake, as_of=datetime.now(timezone.utc))
         # what a plan would delete now, whatever the idle time: Kafka would accept DeleteGroups of
         # every Empty group, the standalone committer's included
-        deletable = {row["group"] for row in cleanup_candidates(lake, idle_hours=0).group_deletes}
+        deletable = {row["group_id"] for row in cleanup_candidates(lake, idle_hours=0).group_deletes}
         predictions = {(row["group_id"], row["topic"], row["partition_id"]): row
                        for row in lake.read_arrow("expirable_offsets").to_pylist() if row["group_id"] in GROUPS}
 

@@ -143,7 +143,7 @@ def test_a_new_plan_after_the_demos_apply_leaves_out_what_it_deleted(demo_run):
     lake = demo_run.lake
     deleted = {(row["group"], row["topic"], row["partition"]) for row in lake.read_arrow("cleanup_audit").to_pylist()
                if row["outcome"] == "deleted"}
-    still_candidates = {(row["group"], row["topic"], row["partition"])
+    still_candidates = {(row["group_id"], row["topic"], row["partition_id"])
                         for row in cleanup_candidates(lake).offset_deletes} & deleted
     assert still_candidates, "the demo deleted offsets that its tables, not refreshed since, still show"
     said: list[str] = []

@@ -20,18 +20,18 @@ def by_group(metrics: dict, name: str) -> dict[str, float]:
     sums: dict[str, float] = defaultdict(float)
     for (metric, labels), value in metrics.items():
         if metric == PREFIX + name:
-            sums[dict(labels)["group"]] += value
+            sums[dict(labels)["group_id"]] += value
     return dict(sums)
 
 
 def test_lag_is_one_number_in_the_views_the_metrics_and_the_summary(demo_lake):
     metrics = samples(exposition(demo_lake, openmetrics=False))
     lag = by_group(metrics, "consumer_lag_messages")
-    lagging = {row["group"]: row["lag_messages"] for row in attention.lag_by_group(demo_lake)}
+    lagging = {row["group_id"]: row["lag_messages"] for row in attention.lag_by_group(demo_lake)}
     assert lagging and {group: lag[group] for group in lagging} == lagging
     for row in list_groups(demo_lake):
         if row["lag"] is not None:
-            assert lag[row["group"]] == row["lag"], row["group"]
+            assert lag[row["group_id"]] == row["lag"], row["group_id"]
     slow = describe_group(demo_lake, "billing-slow")
     assert sum(o["lag"] for o in slow.offsets if o["lag"] is not None) == lag["billing-slow"] > 0
 
@@ -41,10 +41,10 @@ def test_losses_are_one_number_in_the_lost_view_the_metrics_and_the_report(demo_
     non_consumed = by_group(metrics, "non_consumed_total")
     viewed = defaultdict(int)
     for row in lost(demo_lake):
-        viewed[row["group"]] += row["messages_lost"]
+        viewed[row["group_id"]] += row["messages_lost"]
     reported = defaultdict(int)
     for row in attention.retention_losses(demo_lake):
-        reported[row["group"]] += row["messages_lost"] or 0
+        reported[row["group_id"]] += row["messages_lost"] or 0
     assert viewed["billing-slow"] > 0, "the demo's slow group loses messages to retention"
     for group, messages in viewed.items():
         # the metric also counts offsets a group abandoned (its counter must not fall when a
@@ -54,9 +54,9 @@ def test_losses_are_one_number_in_the_lost_view_the_metrics_and_the_report(demo_
 
 def test_the_messages_at_risk_alerts_are_the_reports_at_risk_messages_of_groups_not_catching_up(demo_lake):
     within = attention.DEFAULT_WITHIN_HOURS
-    alerted = {(a.group, a.topic): sum(p["unread_in_log"] for p in a.partitions)
+    alerted = {(a.group_id, a.topic): sum(p["unread_in_log"] for p in a.partitions)
                for a in messages_at_risk(demo_lake, within)}
-    reported = {(row["group"], row["topic"]): row["messages_at_risk"]
+    reported = {(row["group_id"], row["topic"]): row["messages_at_risk"]
                 for row in attention.retention_losses(demo_lake, within) if row["messages_at_risk"]}
     # the report's rule, partition by partition, less the partitions Burrow's rules call OK
     status = {(r["group_id"], r["topic"], r["partition_id"]): r["status"]
@@ -84,4 +84,4 @@ def test_the_reports_figures_count_lag_and_losses_as_the_command_line_does(demo_
     retention = retention_figure(demo_lake).layout.meta
     losses = lost(demo_lake)
     assert retention["messages_lost"] == sum(row["messages_lost"] for row in losses) > 0
-    assert retention["groups_losing"] == len({row["group"] for row in losses})
+    assert retention["groups_losing"] == len({row["group_id"] for row in losses})

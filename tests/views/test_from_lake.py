@@ -50,17 +50,17 @@ def filled(lake):
 
 
 def test_groups_lists_state_status_kind_and_the_sums_of_offsets_and_lag(filled):
-    assert [(g["group"], g["state"], g["status"], g["kind"], g["topics"], g["partitions"], g["lag"])
+    assert [(g["group_id"], g["state"], g["status"], g["kind"], g["topics"], g["partitions"], g["lag"])
             for g in list_groups(filled)] \
         == [("busy", "Stable", "WARN", "consumer", 1, 2, 7), ("idle", "Empty", None, "standalone", 1, 3, None)]
-    assert [g["group"] for g in list_groups(filled, frozenset({"empty"}))] == ["idle"]  # any case, as Kafka's --state
+    assert [g["group_id"] for g in list_groups(filled, frozenset({"empty"}))] == ["idle"]  # any case, as Kafka's --state
 
 
 def test_describe_joins_lag_and_expiry_per_partition(filled):
     view = describe_group(filled, "busy")
     assert (view.state, view.kind, view.status) == ("Stable", "consumer", "WARN")
     assert [o["status"] for o in view.offsets] == ["OK", "WARN"]
-    assert [(o["partition"], o["current_offset"], o["log_end_offset"], o["lag"], o["expiry"]) for o in view.offsets] \
+    assert [(o["partition_id"], o["current_offset"], o["log_end_offset"], o["lag"], o["expiry"]) for o in view.offsets] \
         == [(0, 5, 8, 3, "never while topic subscribed by a member"), (1, 5, 9, 4, "never while topic subscribed by a member")]
     assert view.members == [{"consumer_id": "m-1", "group_instance_id": None, "host": "/h", "client_id": "c",
                              "partitions": None, "subscription": "t"}]
@@ -74,7 +74,7 @@ def test_describe_joins_lag_and_expiry_per_partition(filled):
 
 def test_expiring_groups_partitions_and_counts_the_ones_already_due(filled):
     (row,) = expiring(filled, within_hours=24)
-    assert (row["group"], row["topic"], row["rule"], row["partitions"], row["due_now"]) == ("idle", "t", "standalone", 2, 1)
+    assert (row["group_id"], row["topic"], row["rule"], row["partitions"], row["due_now"]) == ("idle", "t", "standalone", 2, 1)
     assert row["first_expires_at"] == at(0) - timedelta(hours=1)
     assert expiring(filled, within_hours=48)[0]["partitions"] == 3
 
