@@ -168,7 +168,7 @@ class SparkResource(ConfigurableResource):
 
 def _executes_any(context: InitResourceContext, step_keys: frozenset[str]) -> bool:
     """Whether the run being set up executes one of the steps (False outside a run)."""
-    run, instance = context.dagster_run, context.instance
+    run, instance = context.run, context.instance
     if run is None or instance is None or run.execution_plan_snapshot_id is None:
         return False
     keys = run.step_keys_to_execute

@@ -39,7 +39,8 @@ project_deletions as (
 tombstones_by_project as (
     -- an OffsetDelete writes its partition's tombstone, a DeleteGroups one for every offset of the
     -- group; the broker's clock and this one may differ, hence the 10 minutes. A tombstone either
-    -- could have written is the OffsetDelete's.
+    -- could have written is the OffsetDelete's. `describe` names the deletion of a removed offset
+    -- by the same rule (offsets_platform/views/from_lake.py, PROJECT_DELETION_WITHIN_S).
     select
         t.source_partition,
         t.source_offset,

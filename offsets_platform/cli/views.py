@@ -133,6 +133,10 @@ def _describe(args, settings: Settings) -> int:
              ("LOG-END-OFFSET", "log_end_offset"), ("LAG", "lag"), ("STATUS", "status"),
              ("EXPIRES-AT", "expires_at"), ("EXPIRY", "expiry")], view.offsets)) if view.offsets
               else "no committed offsets")
+        if view.removed:
+            print()
+            print("\n".join(table_lines([("REMOVED", "topic"), ("PARTITION", "partition_id"),
+                                         ("REMOVED-AT", "removed_at"), ("BY", "removed_by")], view.removed)))
     print()
     print("\n".join(table_lines(
         [("CONSUMER-ID", "consumer_id"), ("GROUP-INSTANCE-ID", "group_instance_id"), ("HOST", "host"),

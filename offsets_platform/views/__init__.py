@@ -26,6 +26,8 @@ class GroupView:
     (Burrow's verdict on the partition, consumer_status; None when not evaluated).
     `members` rows: consumer_id, group_instance_id, host, client_id, partitions (assigned count,
     None when not known), subscription (topic names or the regular expression).
+    `removed` rows (from the lake only): topic, partition_id, removed_at, removed_by: the offsets
+    whose latest record in the log is a tombstone, and who removed them, in words.
     `source` says where the answer comes from and how fresh it is.
     """
 
@@ -37,6 +39,7 @@ class GroupView:
     offsets: list[dict] = field(default_factory=list)
     members: list[dict] = field(default_factory=list)
     status: str | None = None  # Burrow's verdict on the group (consumer_status); None when not evaluated
+    removed: list[dict] = field(default_factory=list)
 
 
 def subscription(topics: Sequence[str] | None, regex: str | None) -> str | None:

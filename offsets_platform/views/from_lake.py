@@ -97,7 +97,50 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
         members=[{"consumer_id": m["consumer_id"], "group_instance_id": m["group_instance_id"], "host": m["host"],
                   "client_id": m["client_id"], "partitions": None,
                   "subscription": subscription(m["subscribed_topics"], m["subscribed_topic_regex"])}
-                 for m in members])
+                 for m in members],
+        removed=removed_offsets(lake, group))
+
+
+# A tombstone is the project's deletion when the audit has one of the same group (and, for an
+# OffsetDelete, the same topic and partition) within this many seconds of it: the broker's clock
+# and this one may differ. coordinator_metrics matches them by the same rule for KIP-496's meters.
+PROJECT_DELETION_WITHIN_S = 600
+
+# how each way the project deletes reads, by the audit's origin and action
+_COMMANDS = {"OffsetDelete": "delete-offsets", "DeleteGroups": "delete-groups"}
+
+
+def removed_offsets(lake: Lake, group: str) -> list[dict]:
+    """The group's offsets whose latest record in the log is a tombstone (`log_offset_state`):
+    topic, partition_id, removed_at and removed_by, which names the plan or command of this tool
+    that deleted it (`cleanup_audit`), else says it was not this tool."""
+    rows = lake.query(f"""
+        select s.topic, s.partition_id, s.appended_at as removed_at, a.plan_id, a.action, a.requested_by,
+               abs(date_part('epoch', a."at") - date_part('epoch', s.appended_at)) as apart_s
+        from log_offset_state s
+        left join cleanup_audit a
+          on a."group" = s.group_id and a.outcome = 'deleted'
+             and (a.action = 'DeleteGroups' or (a.topic = s.topic and a."partition" = s.partition_id))
+             and abs(date_part('epoch', a."at") - date_part('epoch', s.appended_at)) <= {PROJECT_DELETION_WITHIN_S}
+        where s.group_id = {lake_string(group)} and s.is_removed
+        """, "log_offset_state", "cleanup_audit").to_pylist()
+    nearest: dict[tuple, dict] = {}  # per partition, the audited deletion nearest the tombstone
+    for row in rows:
+        key = (row["topic"], row["partition_id"])
+        if key not in nearest or (row["apart_s"] is not None and (nearest[key]["apart_s"] is None
+                                                                 or row["apart_s"] < nearest[key]["apart_s"])):
+            nearest[key] = row
+    return [{"topic": row["topic"], "partition_id": row["partition_id"], "removed_at": row["removed_at"],
+             "removed_by": removed_by(row)} for _, row in sorted(nearest.items())]
+
+
+def removed_by(deletion: dict) -> str:
+    """Who removed an offset, from the audited deletion matched to its tombstone (action None: none)."""
+    if deletion["action"] is None:
+        return "not this tool: Kafka's expiration, a deleted topic, or another client"
+    if deletion["plan_id"] is not None:
+        return f"plan {deletion['plan_id']} ({deletion['action']}, applied by {deletion['requested_by']})"
+    return f"{_COMMANDS[deletion['action']]} by {deletion['requested_by']}"
 
 
 def expiry(row: dict) -> str:

@@ -55,3 +55,44 @@ def demo_run(tmp_path_factory) -> DemoRun:
 def demo_lake(demo_run) -> Lake:
     """The lake of the small demo (bronze, silver, gold and cleanup tables)."""
     return demo_run.lake
+
+
+@dataclass(frozen=True)
+class CleanedDemo:
+    before: Lake  # the demo's own lake: its tables as the last refresh left them, before the apply showed
+    after: Lake  # a copy, refreshed by the `refresh` job once the apply's tombstones were in the log
+    plan_id: str  # the plan the demo applied
+    deleted: frozenset  # (group, topic, partition) of each offset the apply deleted
+
+
+_cleaned: list[CleanedDemo] = []
+
+
+@pytest.fixture(scope="session")
+def cleaned_demo(demo_run, tmp_path_factory) -> CleanedDemo:
+    """The demo before and after its applied cleanup reached the tables: a copy of its home (lake
+    and broker data), its broker started again on that data, and one more `refresh` job run, as
+    the next scheduled refresh does. Memoised like the demo itself."""
+    if not _cleaned:
+        import shutil
+
+        from dagster import DagsterInstance
+
+        from assets.definitions import defs
+        from offsets_platform.broker.embedded import EmbeddedBroker
+        from offsets_platform.models.project import lake_for_models
+
+        audit = demo_run.lake.read_arrow("cleanup_audit").to_pylist()
+        deleted = frozenset((r["group"], r["topic"], r["partition"]) for r in audit if r["outcome"] == "deleted")
+        (plan_id,) = {r["plan_id"] for r in audit if r["outcome"] == "deleted"}
+        home = tmp_path_factory.mktemp("cleaned_demo") / "demo"
+        shutil.copytree(demo_run.home / "demo", home)
+        after = lake_for_models(home / "lake")
+        with EmbeddedBroker(home / "broker") as broker:
+            run_config = {"resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
+                                        "lake": {"config": {"root": str(after.root)}}}}
+            result = defs.resolve_job_def("refresh").execute_in_process(run_config=run_config,
+                                                                        instance=DagsterInstance.ephemeral())
+            assert result.success, "the refresh after the demo's cleanup failed"
+        _cleaned.append(CleanedDemo(demo_run.lake, after, plan_id, deleted))
+    return _cleaned[0]

@@ -150,3 +150,37 @@ def test_a_table_written_before_its_columns_were_renamed_is_named_with_what_to_d
     error = capsys.readouterr().err
     assert "the table retention_forecast lacks the columns group_id, partition_id" in error
     assert "offsets-platform models" in error
+
+
+def test_a_removed_offset_names_the_plan_or_command_that_deleted_it(filled, capsys):
+    def tombstone(partition: int, seconds: int) -> dict:
+        return {"group_id": "busy", "topic": "gone", "partition_id": partition, "is_removed": True,
+                "appended_at": at(0) + timedelta(seconds=seconds), "source_offset": partition}
+
+    def audited(partition: int | None, outcome: str, plan_id: str | None, action: str = "OffsetDelete",
+                group: str = "busy") -> dict:
+        return {"audit_id": f"{group}-{partition}-{outcome}", "plan_id": plan_id, "origin": "plan" if plan_id else "cli",
+                "action": action, "group": group, "topic": None if partition is None else "gone",
+                "partition": partition, "outcome": outcome, "requested_by": "ann" if plan_id else "bob", "at": at(0)}
+
+    # gone-0 by a plan; gone-1 by the delete-offsets command; gone-2's OffsetDelete failed; gone-3's
+    # tombstone came 20 minutes after an audited deletion (an expiration later, not the deletion);
+    # gone-4's only match is a DeleteGroups of another group; busy's t-0 is not removed
+    write(filled, "log_offset_state", [tombstone(0, 30), tombstone(1, -30), tombstone(2, 30), tombstone(3, 1200),
+                                       tombstone(4, 30),
+                                       {"group_id": "busy", "topic": "t", "partition_id": 0, "is_removed": False}])
+    write(filled, "cleanup_audit", [audited(0, "sending", "p1"), audited(0, "deleted", "p1"),
+                                    audited(1, "deleted", None), audited(2, "failed", "p1"), audited(3, "deleted", "p1"),
+                                    audited(None, "deleted", None, "DeleteGroups", group="idle")])
+    view = describe_group(filled, "busy")
+    assert [(row["topic"], row["partition_id"], row["removed_by"]) for row in view.removed] == [
+        ("gone", 0, "plan p1 (OffsetDelete, applied by ann)"),
+        ("gone", 1, "delete-offsets by bob"),
+        *(("gone", p, "not this tool: Kafka's expiration, a deleted topic, or another client") for p in (2, 3, 4))]
+    assert view.removed[0]["removed_at"] == at(0) + timedelta(seconds=30)
+    assert describe_group(filled, "idle").removed == []
+    assert main(["describe", "busy", "--home", str(filled.root.parent)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines.index(next(line for line in lines if line.startswith("REMOVED ")))
+    assert lines[header].split() == ["REMOVED", "PARTITION", "REMOVED-AT", "BY"]
+    assert lines[header + 1].split()[:2] == ["gone", "0"] and lines[header + 1].endswith("applied by ann)")
