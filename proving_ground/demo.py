@@ -37,6 +37,11 @@ from offsets_platform.summary import bronze_summary, models_summary, snapshot_su
 from proving_ground.workload.live import run_live_workload
 
 SECONDS_BETWEEN_REFRESHES = 3.0
+# consumer_status takes at most one observation of a partition per this many seconds. The default
+# (a minute, as Burrow's min-distance) suits a cluster watched for hours; the demo's workload
+# commits for about half a minute, which would give each partition one observation, too few for
+# any verdict but INCOMPLETE. At one second its slow and stopped groups get a real one.
+DEMO_STATUS_MIN_DISTANCE_S = 1
 
 
 class _Background:
@@ -87,7 +92,8 @@ def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
         print(f"Apache Kafka at {broker.bootstrap_servers}, data in {broker.data_dir}")
         run_config = {
             "resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
-                          "lake": {"config": {"root": str(lake.root)}}},
+                          "lake": {"config": {"root": str(lake.root)}},
+                          "models": {"config": {"consumer_status_min_distance_seconds": DEMO_STATUS_MIN_DISTANCE_S}}},
             # Progress and results, without Dagster's step-by-step debug events.
             "loggers": {"console": {"config": {"log_level": "INFO"}}},
         }

@@ -67,6 +67,12 @@ def test_demo_reads_the_real_groups_from_the_log_and_snapshots_and_stops_everyth
     assert "OffsetDelete search-changed-subscription search-clicks-0: deleted; the broker no longer has it" in output
     expirable = lake.query("select count(*) as n from expirable_offsets", "expirable_offsets").to_pylist()
     assert expirable == [{"n": lake.count("committed_offsets")}]
+    # the slow and the stopped group get a verdict of Burrow's rules, not INCOMPLETE for want of
+    # observations (the demo observes a partition at most once a second: DEMO_STATUS_MIN_DISTANCE_S)
+    verdicts = {(row["group_id"], row["group_status"]) for row in lake.read_arrow("consumer_status").to_pylist()
+                if row["group_id"] in ("billing-slow", "reports-stopped")}
+    assert {group for group, _ in verdicts} == {"billing-slow", "reports-stopped"}
+    assert {status for _, status in verdicts} <= {"WARN", "ERR"}, verdicts
 
     # The demo's runs stay in its Dagster home, for `make ui OFFSETS_PLATFORM_HOME=<its home>`.
     with DagsterInstance.from_config(str(home / "demo" / "dagster")) as instance:

@@ -81,6 +81,7 @@ def cleaned_demo(demo_run, tmp_path_factory) -> CleanedDemo:
         from assets.definitions import defs
         from offsets_platform.broker.embedded import EmbeddedBroker
         from offsets_platform.models.project import lake_for_models
+        from proving_ground.demo import DEMO_STATUS_MIN_DISTANCE_S
 
         audit = demo_run.lake.read_arrow("cleanup_audit").to_pylist()
         deleted = frozenset((r["group"], r["topic"], r["partition"]) for r in audit if r["outcome"] == "deleted")
@@ -89,8 +90,10 @@ def cleaned_demo(demo_run, tmp_path_factory) -> CleanedDemo:
         shutil.copytree(demo_run.home / "demo", home)
         after = lake_for_models(home / "lake")
         with EmbeddedBroker(home / "broker") as broker:
-            run_config = {"resources": {"kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
-                                        "lake": {"config": {"root": str(after.root)}}}}
+            run_config = {"resources": {
+                "kafka": {"config": {"bootstrap_servers": broker.bootstrap_servers}},
+                "lake": {"config": {"root": str(after.root)}},
+                "models": {"config": {"consumer_status_min_distance_seconds": DEMO_STATUS_MIN_DISTANCE_S}}}}
             result = defs.resolve_job_def("refresh").execute_in_process(run_config=run_config,
                                                                         instance=DagsterInstance.ephemeral())
             assert result.success, "the refresh after the demo's cleanup failed"
