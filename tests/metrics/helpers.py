@@ -75,6 +75,16 @@ def samples(text: str) -> dict[tuple[str, frozenset], float]:
     return found
 
 
+def sums_by_group(found: dict[tuple[str, frozenset], float], name: str) -> dict[str, float]:
+    """{group_id: the sum of its samples} of one sample name, in what `samples` found."""
+    sums: dict[str, float] = {}
+    for (sample, labels), value in found.items():
+        if sample == name:
+            group = dict(labels)["group_id"]
+            sums[group] = sums.get(group, 0.0) + value
+    return sums
+
+
 def _unescape(raw: str) -> str:
     return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), raw)
 

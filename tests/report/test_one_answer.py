@@ -15,7 +15,7 @@ from offsets_platform.alerts import messages_at_risk
 from offsets_platform.metrics import exposition
 from offsets_platform.report.figures import lag_heatmap_figure, retention_figure
 from offsets_platform.views.from_lake import describe_group, list_groups, lost
-from tests.metrics.helpers import samples
+from tests.metrics.helpers import samples, sums_by_group
 
 PREFIX = "offsets_platform_"
 
@@ -29,11 +29,7 @@ def lake(request):
 
 
 def by_group(metrics: dict, name: str) -> dict[str, float]:
-    sums: dict[str, float] = defaultdict(float)
-    for (metric, labels), value in metrics.items():
-        if metric == PREFIX + name:
-            sums[dict(labels)["group_id"]] += value
-    return dict(sums)
+    return sums_by_group(metrics, PREFIX + name)
 
 
 def test_lag_is_one_number_in_the_views_the_metrics_and_the_summary(lake):

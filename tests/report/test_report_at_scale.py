@@ -11,7 +11,9 @@ import re
 
 import pytest
 
+from offsets_platform.alerts import messages_lost
 from offsets_platform.attention import NOT_ABANDONED
+from offsets_platform.metrics import exposition
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.models.runner import ModelRunner
 from offsets_platform.report import key_numbers
@@ -19,7 +21,9 @@ from offsets_platform.report.figures import (MAX_FORECAST_BARS, MAX_HEATMAP_COLU
                                              MAX_LOSS_SERIES, MAX_TIMELINE_GROUPS, group_states_figure,
                                              lag_heatmap_figure, retention_figure)
 from offsets_platform.report.html import MAX_TABLE_ROWS, write_report
+from offsets_platform.views.from_lake import list_groups, lost
 from proving_ground.workload.scale_lake import BronzeFeed, add_snapshots
+from tests.metrics.helpers import samples, sums_by_group
 
 RECORDS = 300_000  # enough history for about 1,300 groups to commit on about 9,000 partitions
 GROUPS, TOPIC_PARTITIONS = 1_000, 10_000
@@ -110,3 +114,28 @@ def test_the_report_stays_small_and_every_table_says_how_many_more(large, tmp_pa
     for _, body, _, more in tables:
         rows = body.count("<tr>") - 1  # the header's row
         assert rows <= MAX_TABLE_ROWS and (rows < MAX_TABLE_ROWS or more), "a full table says how many it leaves out"
+
+
+def test_every_surface_gives_one_answer_at_scale(large):
+    # the demo's one-answer checks (test_one_answer.py), on a thousand groups: the views, the
+    # metrics, the report's figures and the alerts count lag and losses alike
+    metrics = samples(exposition(large, openmetrics=False))
+    lag = sums_by_group(metrics, "offsets_platform_consumer_lag_messages")
+    viewed = {row["group_id"]: row["lag"] for row in list_groups(large) if row["lag"] is not None}
+    assert sum(1 for messages in viewed.values() if messages) >= 100, "the large lake has many lagging groups"
+    assert viewed == {group: lag[group] for group in viewed}
+    assert {group for group, messages in lag.items() if messages} == {g for g, m in viewed.items() if m}
+    assert key_numbers(lag_heatmap_figure(large))["total_lag_messages"] == sum(viewed.values())
+
+    losses = lost(large)
+    assert len({row["group_id"] for row in losses}) >= 10, "the large lake's groups lose messages to retention"
+    retention = key_numbers(retention_figure(large))
+    assert retention["messages_lost"] == sum(row["messages_lost"] for row in losses)
+    assert retention["groups_losing"] == len({row["group_id"] for row in losses})
+    non_consumed = sums_by_group(metrics, "offsets_platform_non_consumed_total")
+    for row in losses:  # the counter also counts what a group abandoned (docs/metrics.md)
+        assert non_consumed[row["group_id"]] >= row["messages_lost"]
+    # an alert per group and topic whose loss the latest snapshot saw, as lost() counts it
+    latest = one(large, "select max(measured_at) as n from consumer_lag", "consumer_lag")
+    newly_lost = {(row["group_id"], row["topic"]) for row in losses if row["last_loss_at"] == latest}
+    assert newly_lost and {(alert.group_id, alert.topic) for alert in messages_lost(large)} == newly_lost
