@@ -8,6 +8,7 @@ of M" on its axis; its key numbers still count every row; each table ends with "
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
@@ -16,7 +17,7 @@ from offsets_platform.attention import NOT_ABANDONED
 from offsets_platform.metrics import exposition
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.models.runner import ModelRunner
-from offsets_platform.report import key_numbers
+from offsets_platform.report import FIGURES, key_numbers
 from offsets_platform.report.figures import (MAX_FORECAST_BARS, MAX_HEATMAP_COLUMNS, MAX_HEATMAP_GROUPS,
                                              MAX_LOSS_SERIES, MAX_TIMELINE_GROUPS, group_states_figure,
                                              lag_heatmap_figure, retention_figure)
@@ -24,6 +25,7 @@ from offsets_platform.report.html import MAX_TABLE_ROWS, write_report
 from offsets_platform.views.from_lake import list_groups, lost
 from proving_ground.workload.scale_lake import BronzeFeed, add_snapshots
 from tests.metrics.helpers import samples, sums_by_group
+from tests.ui.browser import Browser
 
 RECORDS = 300_000  # enough history for about 1,300 groups to commit on about 9,000 partitions
 GROUPS, TOPIC_PARTITIONS = 1_000, 10_000
@@ -139,3 +141,16 @@ def test_every_surface_gives_one_answer_at_scale(large):
     latest = one(large, "select max(measured_at) as n from consumer_lag", "consumer_lag")
     newly_lost = {(row["group_id"], row["topic"]) for row in losses if row["last_loss_at"] == latest}
     assert newly_lost and {(alert.group_id, alert.topic) for alert in messages_lost(large)} == newly_lost
+
+
+def test_the_large_report_renders_in_a_browser(large, tmp_path):
+    # as a person opens it: every figure drawn by plotly.js in headless Chromium (the screenshot
+    # is kept in test-artifacts/ui to look at)
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("chromium is not installed: run .ci/install-debian-packages (`make test` runs it before pytest)")
+    report = write_report(large, tmp_path / "report.html")
+    page = Browser(chromium, tmp_path).render(report.as_uri(), "cluster-report-1000-groups", height=6000)
+    for div_id in FIGURES:
+        tag = re.search(rf'<div[^>]*\bid="{div_id}"[^>]*>', page.dom)
+        assert tag and "js-plotly-plot" in tag.group(0), f"plotly.js did not draw {div_id}"
