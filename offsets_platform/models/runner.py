@@ -94,6 +94,15 @@ SMALL_DATA_MAX_BYTES = 1024 * 1024
 # and counted first, so a larger one never reaches this process; only a model whose last run
 # wrote no more is counted (`_expects_small_result`).
 ARROW_RESULT_MAX_ROWS = 100_000
+# An incremental model runs full instead when the rows new since its last run are more than this
+# share of what its sources hold, and more than FULL_RUN_MIN_NEW_BYTES of data files: merging a
+# large batch into the state costs several times a full run over the same rows. Measured on 9 M
+# new records of 10,000 groups after 9 M earlier ones, a full run of log_observations over the
+# first 9 M took 47 s, the incremental one with the next 9 M 188 s (benchmarks/cycle_bench.py).
+# Below the minimum a merge costs little either way, and a refresh after a few minutes' traffic
+# stays incremental.
+FULL_RUN_NEW_SHARE = 0.25
+FULL_RUN_MIN_NEW_BYTES = 16 * 1024 * 1024
 
 # Tables written last, to mark the writes before them complete: a snapshot's `broker_configs`
 # row, an ingest batch's checkpoint. They are pinned before the other sources, so that whatever a
@@ -175,7 +184,8 @@ class ModelRunner:
                  variables: dict[str, Any] | None = None, emit: Callable[[str], None] = print,
                  workers: int = 2, compact_at_files: int = COMPACT_AT_FILES,
                  lease_wait_s: float = DEFAULT_LEASE_WAIT_S, arrow_max_bytes: int = ARROW_MAX_BYTES,
-                 small_data_max_bytes: int = SMALL_DATA_MAX_BYTES, arrow_result_max_rows: int = ARROW_RESULT_MAX_ROWS):
+                 small_data_max_bytes: int = SMALL_DATA_MAX_BYTES, arrow_result_max_rows: int = ARROW_RESULT_MAX_ROWS,
+                 full_run_new_share: float = FULL_RUN_NEW_SHARE, full_run_min_new_bytes: int = FULL_RUN_MIN_NEW_BYTES):
         self.spark = spark
         self.project = project or default_project()
         # the lake given, or one on its root that also knows this project's tables
@@ -188,6 +198,8 @@ class ModelRunner:
         self.arrow_max_bytes = arrow_max_bytes  # -1: every read and write through delta-spark
         self.small_data_max_bytes = small_data_max_bytes  # -1: every refresh keeps the session's settings
         self.arrow_result_max_rows = arrow_result_max_rows  # -1: a result of large inputs is written by delta-spark
+        self.full_run_new_share = full_run_new_share  # above 1: an incremental model never runs full for its new rows
+        self.full_run_min_new_bytes = full_run_min_new_bytes
         self._data_bytes: dict[tuple, int] = {}  # (table, version, appended after) -> bytes: versions never change
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
         self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
@@ -297,6 +309,10 @@ class ModelRunner:
         # _plan_reads finds appended files only for an incremental model that may run incrementally
         incremental = (bool(reads) and all(read.new_files is not None for read in reads.values())
                        and all(_loadable(self.lake, ref, version) for ref, version in states.items()))
+        if incremental and self._mostly_new(reads):
+            self.emit(f"model {model.name}: most of its sources' rows are new since its last run; a full run "
+                      "costs less than merging them")
+            incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
         context = render(model.name, model.sql, self.variables, incremental=incremental,
                          ephemerals=self.project.ephemeral_sql())
         via_arrow = self._register_views(model, context.new_only_sources, reads, ref_versions, incremental)
@@ -342,6 +358,14 @@ class ModelRunner:
                 read.new_files = self.lake.appended_files(table, last[table], version)
             reads[table] = read
         return reads
+
+    def _mostly_new(self, reads: dict[str, _SourceRead]) -> bool:
+        """Whether the rows appended since the last run are more than `full_run_new_share` of
+        the sources' rows and more than `full_run_min_new_bytes` (by the bytes of data files)."""
+        new = sum(self._bytes_to_read(table, read.version, read.after_version, read.new_files)
+                  for table, read in reads.items())
+        whole = sum(self._bytes_to_read(table, read.version, None, None) for table, read in reads.items())
+        return new > self.full_run_min_new_bytes and new > self.full_run_new_share * whole
 
     def _inputs_fingerprint(self, model: Model, source_versions: dict[str, int], ref_versions: dict[str, int]) -> int:
         """A number that changes when anything the model's result depends on changes: its SQL and

@@ -381,3 +381,27 @@ def test_a_refresh_that_will_not_wait_names_the_run_it_found(spark, tmp_path):
         with pytest.raises(LeaseBusy, match="held by refresh of model log_offset_state"):
             runner.run("log_offset_state")
     assert not lake.exists("log_offset_state")
+
+
+def test_an_incremental_model_runs_full_when_most_of_its_sources_rows_are_new(spark, tmp_path):
+    # merging a batch as large as the history costs more than a full run over both
+    # (FULL_RUN_NEW_SHARE); the minimum size is lifted, as this history is small
+    first_round = BronzeBuilder()
+    _history(first_round, 0)
+    second_round = first_round.next_round()
+    _history(second_round, 3)
+    modes, tables = {}, {}
+    for share in (0.25, 10.0):  # the second never finds the new rows a large enough share
+        lake = lake_for_models(tmp_path / str(share))
+        said: list[str] = []
+        runner = ModelRunner(spark, lake, variables=AS_OF, emit=said.append, full_run_new_share=share,
+                             full_run_min_new_bytes=0)
+        first_round.write(lake)
+        runner.run_all(select=METRICS)
+        second_round.write(lake)
+        modes[share] = {run.model: run.mode for run in runner.run_all(select=METRICS)}
+        tables[share] = {model: _sorted_rows(lake, model) for model in METRICS}
+        assert any("a full run costs less than merging them" in line for line in said) == (share < 1)
+    assert modes[0.25]["log_offset_state"] == modes[0.25]["offset_removals"] == "full"
+    assert modes[10.0]["log_offset_state"] == modes[10.0]["offset_removals"] == "incremental"
+    assert tables[0.25] == tables[10.0]
