@@ -86,8 +86,11 @@ estimated as (
             when g.oldest_unread_offset >= g.log_end_offset then g.measured_at
             when w.crossing.previous_at is null then w.crossing.at
             else
+                -- in floating point: the product of the two spans can pass a bigint's range (two
+                -- months between snapshots and ten billion messages), which ANSI arithmetic refuses;
+                -- where it does not, the double product rounds as the bigint's division did
                 timestamp_micros(unix_micros(w.crossing.previous_at) + cast(
-                    (unix_micros(w.crossing.at) - unix_micros(w.crossing.previous_at))
+                    cast(unix_micros(w.crossing.at) - unix_micros(w.crossing.previous_at) as double)
                     * (g.oldest_unread_offset + 1 - w.crossing.previous_end)
                     / (w.crossing.end - w.crossing.previous_end) as bigint
                 ))

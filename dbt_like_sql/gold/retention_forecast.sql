@@ -92,8 +92,10 @@ stamped as (
             -- no earlier snapshot brackets it: at most the largest timestamp when it was first seen
             when x.crossing.previous_max_ms is null then x.crossing.max_ms
             else
+                -- in floating point, as consumer_lag interpolates: the product of the two spans can
+                -- pass a bigint's range
                 x.crossing.previous_max_ms + cast(
-                    (x.crossing.max_ms - x.crossing.previous_max_ms)
+                    cast(x.crossing.max_ms - x.crossing.previous_max_ms as double)
                     * (r.oldest_unread_offset + 1 - x.crossing.previous_end)
                     / (x.crossing.end - x.crossing.previous_end) as bigint
                 )
