@@ -177,14 +177,21 @@ def measure(tree: Tree, lake_root: Path, mode: str, server: SparkConnectServer |
     process = tree.popen("benchmarks/models_bench.py", "--child", str(lake_root), mode,
                          server.endpoint if server else "-",
                          stdout=subprocess.PIPE, text=True)  # stderr (progress) goes straight through
-    sampler = PeakRss([process.pid] + ([server.process.pid] if server else []))
+    return sampled(process, started, [server.process.pid] if server else [])
+
+
+def sampled(process: subprocess.Popen, started: float, also: list[int]) -> dict:
+    """Wait for a child that prints its figures as JSON on its last line of stdout, sampling its
+    memory and CPU (and those of the processes in `also`); its figures with the wall time since
+    `started`, the peak RSS, the CPU time and the load average."""
+    sampler = PeakRss([process.pid, *also])
     sampler.start()
     out, _ = process.communicate()
     wall_s = time.perf_counter() - started
     sampler.done.set()
     sampler.join()
     if process.returncode:
-        raise SystemExit(f"refresh child failed with exit code {process.returncode}")
+        raise SystemExit(f"the child {process.args} failed with exit code {process.returncode}")
     return {**json.loads(out.strip().splitlines()[-1]), "wall_s": wall_s, "peak_mb": sampler.peak_mb,
             "peak_python_mb": sampler.peak_python_mb, "cpu_s": sampler.cpu_used_s,
             "load_1min": os.getloadavg()[0]}  # above the core count, other work competed for the CPUs
