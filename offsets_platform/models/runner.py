@@ -309,10 +309,12 @@ class ModelRunner:
         # _plan_reads finds appended files only for an incremental model that may run incrementally
         incremental = (bool(reads) and all(read.new_files is not None for read in reads.values())
                        and all(_loadable(self.lake, ref, version) for ref, version in states.items()))
-        if incremental and self._mostly_new(reads):
-            self.emit(f"model {model.name}: most of its sources' rows are new since its last run; a full run "
-                      "costs less than merging them")
-            incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
+        if incremental:
+            new, whole = self._new_and_all_bytes(reads)
+            if new > self.full_run_min_new_bytes and new > self.full_run_new_share * whole:
+                self.emit(f"model {model.name}: {new / whole:.0%} of its sources' data is new since its last run; "
+                          "a full run costs less than merging it")
+                incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
         context = render(model.name, model.sql, self.variables, incremental=incremental,
                          ephemerals=self.project.ephemeral_sql())
         via_arrow = self._register_views(model, context.new_only_sources, reads, ref_versions, incremental)
@@ -359,13 +361,12 @@ class ModelRunner:
             reads[table] = read
         return reads
 
-    def _mostly_new(self, reads: dict[str, _SourceRead]) -> bool:
-        """Whether the rows appended since the last run are more than `full_run_new_share` of
-        the sources' rows and more than `full_run_min_new_bytes` (by the bytes of data files)."""
+    def _new_and_all_bytes(self, reads: dict[str, _SourceRead]) -> tuple[int, int]:
+        """The bytes of the data files appended to the sources since the last run, and of all of
+        them at the pinned versions."""
         new = sum(self._bytes_to_read(table, read.version, read.after_version, read.new_files)
                   for table, read in reads.items())
-        whole = sum(self._bytes_to_read(table, read.version, None, None) for table, read in reads.items())
-        return new > self.full_run_min_new_bytes and new > self.full_run_new_share * whole
+        return new, sum(self._bytes_to_read(table, read.version, None, None) for table, read in reads.items())
 
     def _inputs_fingerprint(self, model: Model, source_versions: dict[str, int], ref_versions: dict[str, int]) -> int:
         """A number that changes when anything the model's result depends on changes: its SQL and

@@ -401,7 +401,7 @@ def test_an_incremental_model_runs_full_when_most_of_its_sources_rows_are_new(sp
         second_round.write(lake)
         modes[share] = {run.model: run.mode for run in runner.run_all(select=METRICS)}
         tables[share] = {model: _sorted_rows(lake, model) for model in METRICS}
-        assert any("a full run costs less than merging them" in line for line in said) == (share < 1)
+        assert any("a full run costs less than merging it" in line for line in said) == (share < 1)
     assert modes[0.25]["log_offset_state"] == modes[0.25]["offset_removals"] == "full"
     assert modes[10.0]["log_offset_state"] == modes[10.0]["offset_removals"] == "incremental"
     assert tables[0.25] == tables[10.0]
