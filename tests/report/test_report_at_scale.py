@@ -12,6 +12,7 @@ import shutil
 
 import pytest
 
+from assets.key_numbers import key_numbers as dagster_key_numbers
 from offsets_platform.alerts import messages_lost
 from offsets_platform.attention import NOT_ABANDONED
 from offsets_platform.metrics import exposition
@@ -120,7 +121,7 @@ def test_the_report_stays_small_and_every_table_says_how_many_more(large, tmp_pa
 
 def test_every_surface_gives_one_answer_at_scale(large):
     # the demo's one-answer checks (test_one_answer.py), on a thousand groups: the views, the
-    # metrics, the report's figures and the alerts count lag and losses alike
+    # metrics, the report's figures, the alerts and the Dagster UI count lag and losses alike
     metrics = samples(exposition(large, openmetrics=False))
     lag = sums_by_group(metrics, "offsets_platform_consumer_lag_messages")
     viewed = {row["group_id"]: row["lag"] for row in list_groups(large) if row["lag"] is not None}
@@ -141,6 +142,13 @@ def test_every_surface_gives_one_answer_at_scale(large):
     latest = one(large, "select max(measured_at) as n from consumer_lag", "consumer_lag")
     newly_lost = {(row["group_id"], row["topic"]) for row in losses if row["last_loss_at"] == latest}
     assert newly_lost and {(alert.group_id, alert.topic) for alert in messages_lost(large)} == newly_lost
+    # and the Dagster UI's key numbers of the same tables
+    lag_numbers = dagster_key_numbers(large, "consumer_lag")
+    assert lag_numbers["lag_messages"] == sum(viewed.values())
+    assert lag_numbers["groups_lagging"] == sum(1 for messages in viewed.values() if messages)
+    loss_numbers = dagster_key_numbers(large, "unconsumed_messages")
+    assert loss_numbers["messages_lost_to_retention"] == retention["messages_lost"]
+    assert loss_numbers["groups_that_lost_messages"] == retention["groups_losing"]
 
 
 def test_the_large_report_renders_in_a_browser(large, tmp_path):
