@@ -106,7 +106,7 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
 # and this one may differ. coordinator_metrics matches them by the same rule for KIP-496's meters.
 PROJECT_DELETION_WITHIN_S = 600
 
-# how each way the project deletes reads, by the audit's origin and action
+# how a direct command's deletion reads, by the audit's action
 _COMMANDS = {"OffsetDelete": "delete-offsets", "DeleteGroups": "delete-groups"}
 
 
@@ -114,24 +114,22 @@ def removed_offsets(lake: Lake, group: str) -> list[dict]:
     """The group's offsets whose latest record in the log is a tombstone (`log_offset_state`):
     topic, partition_id, removed_at and removed_by, which names the plan or command of this tool
     that deleted it (`cleanup_audit`), else says it was not this tool."""
+    apart_s = """abs(date_part('epoch', a."at") - date_part('epoch', s.appended_at))"""
     rows = lake.query(f"""
-        select s.topic, s.partition_id, s.appended_at as removed_at, a.plan_id, a.action, a.requested_by,
-               abs(date_part('epoch', a."at") - date_part('epoch', s.appended_at)) as apart_s
+        select s.topic, s.partition_id, s.appended_at as removed_at, a.plan_id, a.action, a.requested_by
         from log_offset_state s
         left join cleanup_audit a
           on a."group" = s.group_id and a.outcome = 'deleted'
              and (a.action = 'DeleteGroups' or (a.topic = s.topic and a."partition" = s.partition_id))
-             and abs(date_part('epoch', a."at") - date_part('epoch', s.appended_at)) <= {PROJECT_DELETION_WITHIN_S}
+             and {apart_s} <= {PROJECT_DELETION_WITHIN_S}
         where s.group_id = {lake_string(group)} and s.is_removed
+        order by s.topic, s.partition_id, {apart_s}
         """, "log_offset_state", "cleanup_audit").to_pylist()
-    nearest: dict[tuple, dict] = {}  # per partition, the audited deletion nearest the tombstone
+    nearest: dict[tuple, dict] = {}  # per partition, the audited deletion nearest the tombstone: its first row
     for row in rows:
-        key = (row["topic"], row["partition_id"])
-        if key not in nearest or (row["apart_s"] is not None and (nearest[key]["apart_s"] is None
-                                                                 or row["apart_s"] < nearest[key]["apart_s"])):
-            nearest[key] = row
+        nearest.setdefault((row["topic"], row["partition_id"]), row)
     return [{"topic": row["topic"], "partition_id": row["partition_id"], "removed_at": row["removed_at"],
-             "removed_by": removed_by(row)} for _, row in sorted(nearest.items())]
+             "removed_by": removed_by(row)} for row in nearest.values()]
 
 
 def removed_by(deletion: dict) -> str:
