@@ -450,11 +450,14 @@ class Lake:
         return self._rows_written(name, before, "numOutputRows")
 
     def spark_merge(self, name: str, frame: "DataFrame", via_arrow: bool = False, delete_when: str = "",
-                    arrow_max_rows: int = -1) -> int:
+                    arrow_max_rows: int = -1, rewrite: bool = False) -> int:
         """Upsert `frame`'s rows (cast to the registered schema) by the table's registered keys
-        with Delta's MERGE INTO, or, `via_arrow`, with delta-rs's merge of the rows collected as
-        Arrow (for a small result); `delete_when` as in `merge`; `arrow_max_rows` as in
-        `spark_overwrite`, for a table of at most MERGE_VIA_ARROW_MAX_BYTES. Returns the rows merged."""
+        with Delta's MERGE INTO, or, `rewrite`, by writing the table anew from its rows whose keys
+        `frame` lacks and `frame`'s rows (one read of the table instead of MERGE's two, for a result
+        whose keys are spread over most of its files); or, `via_arrow`, with delta-rs's merge of
+        the rows collected as Arrow (for a small result); `delete_when` as in `merge`;
+        `arrow_max_rows` as in `spark_overwrite`, for a table of at most MERGE_VIA_ARROW_MAX_BYTES.
+        Returns the rows merged."""
         spec = self.spec(name)
         flag = (delete_when,) if delete_when else ()
         # A merge of no rows commits nothing: a new version would make every model that reads the
@@ -471,7 +474,20 @@ class Lake:
             if count <= arrow_max_rows and self.data_bytes(name, self.version(name)) <= MERGE_VIA_ARROW_MAX_BYTES:
                 self.merge(name, result.toArrow(), delete_when)
                 return count
+            if rewrite:
+                self._spark_rewrite_rows(name, result, delete_when)
+                return count
             return self._spark_merge_rows(name, result, delete_when)
+
+    def _spark_rewrite_rows(self, name: str, rows: "DataFrame", delete_when: str) -> None:
+        """What MERGE INTO with `rows` gives, written as a new version of the whole table: the
+        latest version's rows whose keys `rows` lacks, and `rows` but those flagged to delete. Delta
+        reads the version being replaced from its own files, which the overwrite only marks removed."""
+        spec = self.spec(name)
+        spark = rows.sparkSession
+        kept = self.spark_read(spark, name).join(rows.select(*spec.keys), on=list(spec.keys), how="left_anti")
+        new = rows.where(f"not {delete_when}").drop(delete_when) if delete_when else rows
+        self._spark_overwrite_rows(name, _conformed(kept.unionByName(new), spec))
 
     def _spark_merge_rows(self, name: str, rows: "DataFrame", delete_when: str) -> int:
         spec = self.spec(name)

@@ -3,7 +3,8 @@
 A model is `<layer>/<name>.sql`. The layer's `<layer>.yml` gives each model its description,
 grain, meaning in Kafka's terms, materialization, unique key, columns (name, Spark SQL type, description, tests) and
 model-level tests; an incremental model may also name in `delete_when` a boolean column of its
-result (not of its table) whose true rows delete the table's rows with the same key.
+result (not of its table) whose true rows delete the table's rows with the same key, and in
+`incremental_strategy` how its result reaches the table (INCREMENTAL_STRATEGIES).
 `sources.yml` lists the bronze tables models may read, with their own tests.
 Loading the project checks everything that can be checked without running SQL: every model has
 both its SQL and its YAML, names are unique, every `ref` names a model and every `source` a
@@ -34,6 +35,14 @@ from offsets_platform.models.render import collect_references
 
 DEFAULT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
 MATERIALIZATIONS = ("table", "incremental", "ephemeral")
+# How an incremental model's result reaches its table: `merge`, Delta's MERGE INTO, which rewrites
+# only the data files holding a key of the result; `rewrite`, the table written anew from its rows
+# whose key the result lacks and the result's rows, in one pass. A state whose every refresh
+# updates keys spread over the whole table (each data file holds some) is rewritten whatever the
+# strategy, and Delta's MERGE reads it twice to do so (once to find the files, once to rewrite
+# them): `rewrite` costs about half (benchmarks/README.md). `merge` suits a table whose new rows
+# are mostly new keys, which a merge appends without rewriting a file.
+INCREMENTAL_STRATEGIES = ("merge", "rewrite")
 
 
 class ProjectError(ValueError):
@@ -70,6 +79,7 @@ class Model:
     # incremental only: the boolean column of the result whose true rows delete the table's row with
     # their unique key (a state that drops what can no longer matter); not a column of the table
     delete_when: str = ""
+    incremental_strategy: str = "merge"  # incremental only: INCREMENTAL_STRATEGIES
 
     @property
     def ephemeral(self) -> bool:
@@ -273,9 +283,15 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
         raise ProjectError(f"{where}: an ephemeral model cannot use ref(..., at_last_run=true)")
     if used.refs_at_last_run and materialized != "incremental":
         raise ProjectError(f"{where}: ref(..., at_last_run=true) needs an incremental model")
+    strategy = entry.get("incremental_strategy", "merge")
+    if strategy not in INCREMENTAL_STRATEGIES:
+        raise ProjectError(f"{where}: incremental_strategy must be one of {INCREMENTAL_STRATEGIES}, not {strategy!r}")
+    if "incremental_strategy" in entry and materialized != "incremental":
+        raise ProjectError(f"{where}: incremental_strategy says how a result is merged: only an incremental model has one")
     return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
                  grain=entry.get("grain", ""), in_kafka=entry.get("in_kafka", ""), materialized=materialized, unique_key=unique_key,
                  columns=columns, tests=tuple(entry.get("tests", ())), refs=used.refs, delete_when=delete_when,
+                 incremental_strategy=strategy,
                  refs_at_last_run=used.refs_at_last_run, sources=used.sources, variables=used.variables)
 
 

@@ -7,7 +7,8 @@ their rows to Spark, and a small result (ARROW_RESULT_MAX_ROWS, or any result of
 is written by delta-rs from its rows collected as Arrow; the SQL runs on Spark either way. A
 `table` model is recomputed and overwrites its table. An `incremental` model, once it has run, sees in
 `source(..., new_only=true)` only the rows appended to that source since its last run (Delta's
-change data feed), and its result is merged into its table by `unique_key` (MERGE INTO); the first run, a `full_refresh`, a change of the model's SQL, or a
+change data feed), and its result is merged into its table by `unique_key` (MERGE INTO, or the
+table rewritten with the result's rows in place: `incremental_strategy`); the first run, a `full_refresh`, a change of the model's SQL, or a
 source that was rewritten rather than appended to make it a full run. Incremental models must be
 idempotent upserts: if a run dies after its merge but before it is recorded in `model_runs`, the
 next run merges the same rows again. A model with `delete_when` also deletes, in the same merge,
@@ -326,7 +327,8 @@ class ModelRunner:
             arrow_max_rows = self.arrow_result_max_rows if self._expects_small_result(model) else -1
             if incremental:
                 rows = self.lake.spark_merge(model.name, result, via_arrow=via_arrow, delete_when=model.delete_when,
-                                             arrow_max_rows=arrow_max_rows)
+                                             arrow_max_rows=arrow_max_rows,
+                                             rewrite=model.incremental_strategy == "rewrite")
             else:
                 if model.delete_when:  # nothing to delete in a table written anew
                     result = result.where(f"not {model.delete_when}").drop(model.delete_when)

@@ -204,6 +204,20 @@ def test_a_merge_deletes_the_rows_whose_key_comes_flagged(model_lake, spark, via
     assert model_lake.table(MODEL.name).schema().to_arrow().names == MODEL.schema.names  # the flag is not stored
 
 
+def test_a_rewrite_gives_the_table_a_merge_gives_in_one_overwrite(model_lake, spark):
+    # the same upserts and deletes as MERGE INTO, written as a new version of the whole table
+    model_lake.spark_merge(MODEL.name, offsets(spark, [("a", 0, 1), ("a", 1, 1), ("b", 0, 1)]))
+    flagged = spark.createDataFrame([("a", 0, 1, True), ("a", 1, 5, False), ("c", 0, 3, True), ("d", 0, 4, False)],
+                                    "group_id string, partition_id int, committed_offset long, is_pruned boolean")
+    assert model_lake.spark_merge(MODEL.name, flagged, delete_when="is_pruned", rewrite=True) == 4
+    assert DeltaTable(str(model_lake.path(MODEL.name))).history(1)[0]["operation"] == "WRITE"
+    assert collected(model_lake.spark_read(spark, MODEL.name)) == [("a", 1, 5), ("b", 0, 1), ("d", 0, 4)]
+    assert model_lake.table(MODEL.name).schema().to_arrow().names == MODEL.schema.names
+    version = model_lake.version(MODEL.name)
+    assert model_lake.spark_merge(MODEL.name, offsets(spark, []), rewrite=True) == 0  # nothing: no commit
+    assert model_lake.version(MODEL.name) == version
+
+
 @both_paths
 def test_a_merge_of_no_rows_commits_nothing(model_lake, spark, via_arrow):
     # a new version would make every model that reads the table run again for nothing

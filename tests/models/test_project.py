@@ -149,6 +149,18 @@ def test_delete_when_names_a_result_column_of_an_incremental_model(tmp_path):
                                    yml=yml.replace("delete_when: is_pruned", "delete_when: x")))
 
 
+def test_an_incremental_strategy_is_merge_or_rewrite_and_only_for_an_incremental_model(tmp_path):
+    sql = "select 1 as x"
+    assert load_project(write_project(tmp_path / "default", {"a": sql}, yml=_incremental_yml("a"))) \
+        .model("a").incremental_strategy == "merge"
+    yml = _incremental_yml("a") + "    incremental_strategy: rewrite\n"
+    assert load_project(write_project(tmp_path / "ok", {"a": sql}, yml=yml)).model("a").incremental_strategy == "rewrite"
+    with pytest.raises(ProjectError, match="incremental_strategy must be one of"):
+        load_project(write_project(tmp_path / "unknown", {"a": sql}, yml=yml.replace("rewrite", "append")))
+    with pytest.raises(ProjectError, match="only an incremental model has one"):
+        load_project(write_project(tmp_path / "table", {"a": sql}, yml=yml.replace("incremental\n", "table\n", 1)))
+
+
 def test_a_ref_at_last_run_needs_an_incremental_model_and_an_incremental_run(tmp_path):
     sql = ("select 1 as x {% if is_incremental() %} union all "
            "select x from {{ ref('b', at_last_run=true) }} {% endif %}")
