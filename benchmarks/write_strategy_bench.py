@@ -46,8 +46,8 @@ def build(root: Path, records: int, new_records: int, groups: int, topic_partiti
 
 
 def one_run(spark, base: Path, into: Path, model: str, strategy: str) -> dict:
-    """The model's incremental run on a fresh copy of the lake, written the given way."""
-    shutil.rmtree(into, ignore_errors=True)
+    """The model's incremental run on a fresh copy of the lake in `into`, a folder not used before
+    (the session caches each Delta table's state by its path), written the given way."""
     shutil.copytree(base, into)
     project = default_project()
     project = replace(project, models=[replace(m, incremental_strategy=strategy) if m.name == model else m
@@ -83,15 +83,17 @@ def main() -> None:
         build(base, args.records, args.new_records, args.groups, args.topic_partitions, spark)
         for model in args.models.split(","):
             runs: dict[str, list[dict]] = {strategy: [] for strategy in STRATEGIES}
+            lakes = {strategy: Path(scratch) / f"{model}-{strategy}-warm-up" for strategy in STRATEGIES}
             for strategy in STRATEGIES:  # warm-up, not counted
-                one_run(spark, base, Path(scratch) / strategy, model, strategy)
+                one_run(spark, base, lakes[strategy], model, strategy)
             for repeat in range(args.repeats):
                 order = STRATEGIES if repeat % 2 == 0 else tuple(reversed(STRATEGIES))
                 for strategy in order:
-                    runs[strategy].append(one_run(spark, base, Path(scratch) / strategy, model, strategy))
+                    lakes[strategy] = Path(scratch) / f"{model}-{strategy}-{repeat + 1}"
+                    runs[strategy].append(one_run(spark, base, lakes[strategy], model, strategy))
                     print(f"{model}, {strategy}: {runs[strategy][-1]['seconds']:.1f} s", file=sys.stderr, flush=True)
             medians = {strategy: statistics.median(run["seconds"] for run in runs[strategy]) for strategy in STRATEGIES}
-            equal = same_table(spark, Path(scratch) / "merge", Path(scratch) / "rewrite", model)
+            equal = same_table(spark, lakes["merge"], lakes["rewrite"], model)
             results["models"][model] = {"runs": runs, "median_s": medians, "equal_tables": equal}
             print(f"{model}: merge {medians['merge']:.1f} s, rewrite {medians['rewrite']:.1f} s "
                   f"(ratio {medians['rewrite'] / medians['merge']:.2f}), tables equal: {equal}", flush=True)
