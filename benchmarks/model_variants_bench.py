@@ -37,7 +37,8 @@ filters) are printed and written with the results.
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/model_variants_bench.py \
         [--model unconsumed_messages] [--before 6bf9054] [--after HEAD] [--records 10000000] \
-        [--new-records 100000] [--repeats 5] [--warm-up 1] [--lake LAKE]
+        [--new-records 100000] [--repeats 5] [--warm-up 1] [--groups G] [--topic-partitions P] \
+        [--snapshots 2] [--lake LAKE]
 """
 
 from __future__ import annotations
@@ -74,9 +75,9 @@ LABELS = ("before", "after")
 class Feed(BronzeFeed):
     """models_bench's feed, with a known start time so that a reused lake's stream can continue."""
 
-    def __init__(self, lake: Lake, total: int, start_ms: int):
+    def __init__(self, lake: Lake, total: int, start_ms: int, shape: dict):
         super().__init__(lake, total)
-        self.batches = generate_batches(seed=SEED, records=total, batch_size=BATCH, start_ms=start_ms)
+        self.batches = generate_batches(seed=SEED, records=total, batch_size=BATCH, start_ms=start_ms, **shape)
         self.start_ms = start_ms
 
     def skip(self, records: int) -> None:
@@ -94,18 +95,18 @@ def next_offsets(lake: Lake) -> np.ndarray:
     return offsets
 
 
-def open_lake(root: Path, records: int, appends: int) -> tuple[Lake, Feed, dict]:
-    """The shared lake: built with `records` records and two snapshots, or reused as it is; and a
+def open_lake(root: Path, records: int, appends: int, snapshots: int, shape: dict) -> tuple[Lake, Feed, dict]:
+    """The shared lake: built with `records` records and `snapshots` snapshots, or reused as it is; and a
     feed whose next `appends` records continue its stream."""
     lake = Lake(root)
     marker = root / MARKER
     if not lake.exists("offset_commit_records"):
         start_ms = default_start_ms()
-        feed = Feed(lake, records + appends, start_ms)
+        feed = Feed(lake, records + appends, start_ms, shape)
         print(f"building bronze: {records:,} records in {root}", file=sys.stderr, flush=True)
         started = time.perf_counter()
         write_s = feed.append(records, "build")
-        add_snapshots(lake)
+        add_snapshots(lake, snapshots)
         build = {"built": True, "build_s": time.perf_counter() - started, "build_write_s": write_s}
         print(f"bronze built in {build['build_s']:.0f} s ({write_s:.0f} s writing, the rest generating)",
               file=sys.stderr, flush=True)
@@ -113,20 +114,21 @@ def open_lake(root: Path, records: int, appends: int) -> tuple[Lake, Feed, dict]
         offsets = next_offsets(lake)
         written = int(offsets.sum())  # each partition's offsets start at 0 and have no gaps
         if marker.exists():
-            start_ms = json.loads(marker.read_text())["start_ms"]
+            built_as = json.loads(marker.read_text())
+            start_ms, shape = built_as["start_ms"], built_as.get("shape", {})
         else:  # a lake built by models_bench: its stream started at the minute of its first record
             first = lake.query("select min(source_timestamp) as t from offset_commit_records",
                                "offset_commit_records")["t"][0].as_py()
             start_ms = int(first.timestamp() // 60) * 60_000
         print(f"reusing the lake in {root}: {written:,} records; continuing its stream", file=sys.stderr, flush=True)
-        feed = Feed(lake, written + appends, start_ms)
+        feed = Feed(lake, written + appends, start_ms, shape)
         feed.skip(written)
         feed.next_offset, feed.written = offsets, written
         build = {"built": False}
         if not lake.exists("broker_configs") or not lake.count("broker_configs"):
-            add_snapshots(lake)
-    marker.write_text(json.dumps({"seed": SEED, "start_ms": start_ms, "records": feed.written}))
-    return lake, feed, {**build, "records": feed.written, "start_ms": start_ms}
+            add_snapshots(lake, snapshots)
+    marker.write_text(json.dumps({"seed": SEED, "start_ms": start_ms, "records": feed.written, "shape": shape}))
+    return lake, feed, {**build, "records": feed.written, "start_ms": start_ms, "shape": shape}
 
 
 def extract_project(rev: str, into: Path) -> tuple[str, Path]:
@@ -357,6 +359,9 @@ def main() -> None:
     parser.add_argument("--new-records", type=int, default=100_000, help="records appended before each incremental")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warm-up", type=int, default=1, help="untimed full runs per project before the timed ones")
+    parser.add_argument("--groups", type=int, help="groups alive at once in a lake built here (the generator's default)")
+    parser.add_argument("--topic-partitions", type=int, help="partitions the groups of a lake built here read")
+    parser.add_argument("--snapshots", type=int, default=2, help="admin-API snapshots in a lake built here")
     parser.add_argument("--lake", help="a lake folder to reuse (built there if it holds no bronze yet)")
     parser.add_argument("--out", default="benchmarks/results/model_variants_bench.json")
     parser.add_argument("--worker", nargs=3, metavar=("PROJECT", "LAKE", "MODEL"), help=argparse.SUPPRESS)
@@ -371,7 +376,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="model-variants-bench-") as scratch:
         scratch = Path(scratch)
         shared = Path(args.lake).absolute() if args.lake else scratch / "lake"
-        _, feed, results["lake"] = open_lake(shared, args.records, args.repeats * args.new_records)
+        _, feed, results["lake"] = open_lake(shared, args.records, args.repeats * args.new_records, args.snapshots,
+                                             {"groups": args.groups, "topic_partitions": args.topic_partitions})
         results["lake"]["reused"] = bool(args.lake) and not results["lake"]["built"]
         lakes, workers = {}, {}
         try:

@@ -1,9 +1,9 @@
 """A bronze lake of generated coordinator history, written without a broker, for scale tests.
 
 The generator (`coordinator_history`) streams a large cluster's records; `BronzeFeed` decodes and
-writes them to bronze exactly as one ingest batch does, and `add_snapshots` adds two admin-API
-snapshots derived from the log, so that every model has rows. The models benchmark and the
-report's scale test build their lakes with it.
+writes them to bronze exactly as one ingest batch does, and `add_snapshots` adds admin-API
+snapshots derived from the log (two, or as many as a benchmark asks for), so that every model has
+rows. The benchmarks and the report's scale test build their lakes with it.
 """
 
 from __future__ import annotations
@@ -89,11 +89,18 @@ def append_raw(lake: Lake, raw: pa.Table, label: str) -> None:
                 {name: {} for name in RECORD_TABLES}, HISTORY_TOPIC)
 
 
-def add_snapshots(lake: Lake) -> None:
-    """Two admin-API snapshots an hour apart, derived from the log, so that the snapshot-driven
-    models (snapshot_offsets, consumer_lag, retention_forecast, unconsumed_messages) have rows:
-    committed offsets as the log has them now, log end offsets a little ahead of the highest
-    commit, and retention moving the log start between the two snapshots."""
+def add_snapshots(lake: Lake, count: int = 2) -> None:
+    """`count` admin-API snapshots derived from the log, so that the snapshot-driven models
+    (snapshot_offsets, consumer_lag, retention_forecast, unconsumed_messages, consumer_status) have
+    rows. The last is taken at the log's latest record, the others before it: an hour apart for
+    two, and 15 minutes apart (a deployment's schedule) for more. Each sees the committed offsets
+    the log has now, except that on the even partitions the groups were 10 messages further
+    behind at each earlier snapshot (so some offsets change from one snapshot to the next); log
+    end offsets 1,000 messages further at each snapshot, ahead of the highest commit; and
+    retention moving the log start from 0 at the first snapshot to half of the highest commit at
+    the last, in equal steps."""
+    if count < 2:
+        raise ValueError("add_snapshots needs at least two snapshots: the models compare one with the one before")
     offsets = lake.query(  # delta-rs hands strings back as views, which pyarrow cannot group yet
         "select arrow_cast(\"group\", 'Utf8') as \"group\", arrow_cast(topic, 'Utf8') as topic, \"partition\", "
         "committed_offset from (select \"group\", topic, \"partition\", "
@@ -103,9 +110,12 @@ def add_snapshots(lake: Lake) -> None:
         "offset_commit_records")
     at = lake.query("select max(source_timestamp) as at from offset_commit_records",
                     "offset_commit_records")["at"][0].as_py()
+    every = timedelta(hours=1) if count == 2 else timedelta(minutes=15)
     ends = offsets.group_by(["topic", "partition"]).aggregate([("committed_offset", "max")])
     topics = pc.unique(ends["topic"])
-    for index, snapshot_at in enumerate((at - timedelta(hours=1), at)):
+    trailing = pc.equal(pc.bit_wise_and(offsets["partition"], 1), 0)
+    for index in range(count):
+        snapshot_at = at - every * (count - 1 - index)
         snapshot_id = f"{snapshot_at:%Y%m%dT%H%M%S}-bench{index}"
 
         def stamped(table: pa.Table, snapshot_id: str = snapshot_id, snapshot_at: datetime = snapshot_at) -> pa.Table:
@@ -113,14 +123,18 @@ def add_snapshots(lake: Lake) -> None:
                 .append_column("snapshot_at", pa.repeat(pa.scalar(snapshot_at, pa.timestamp("us", "UTC")),
                                                         table.num_rows))
 
-        top, count = ends["committed_offset_max"], offsets.num_rows
+        top, rows = ends["committed_offset_max"], offsets.num_rows
+        behind = 10 * (count - 1 - index)
+        committed = pc.if_else(trailing, pc.max_element_wise(pc.subtract(offsets["committed_offset"], behind), 0),
+                               offsets["committed_offset"])
         lake.append("committed_offset_snapshots", stamped(
-            offsets.append_column("leader_epoch", pa.nulls(count, pa.int32()))
-            .append_column("metadata", pa.nulls(count, pa.string()))
-            .append_column("fetched_at", pa.nulls(count, pa.timestamp("us", "UTC")))))
+            offsets.set_column(offsets.schema.get_field_index("committed_offset"), "committed_offset", committed)
+            .append_column("leader_epoch", pa.nulls(rows, pa.int32()))
+            .append_column("metadata", pa.nulls(rows, pa.string()))
+            .append_column("fetched_at", pa.nulls(rows, pa.timestamp("us", "UTC")))))
         lake.append("log_offset_snapshots", stamped(pa.table({
             "topic": ends["topic"], "partition": ends["partition"],
-            "log_start_offset": pc.multiply(pc.divide(top, 2), index),  # the second snapshot deleted half
+            "log_start_offset": pc.divide(pc.multiply(pc.divide(top, 2), index), count - 1),
             "log_end_offset": pc.add(top, 1000 * (index + 1)),
             "listed_at": pa.nulls(len(top), pa.timestamp("us", "UTC")),
             "max_timestamp_ms": pa.nulls(len(top), pa.int64())})))
@@ -131,5 +145,5 @@ def add_snapshots(lake: Lake) -> None:
             "message_timestamp_type": pa.repeat(pa.scalar("CreateTime"), len(topics))})))
         lake.append("broker_configs", stamped(pa.table({  # written last: it completes the snapshot
             "offsets_retention_minutes": [10080], "offsets_retention_source": ["broker"]})))
-    print(f"  snapshots: 2 x {offsets.num_rows:,} committed offsets, {ends.num_rows:,} partitions "
+    print(f"  snapshots: {count} x {offsets.num_rows:,} committed offsets, {ends.num_rows:,} partitions "
           f"in {len(topics)} topics", file=sys.stderr, flush=True)
