@@ -94,19 +94,55 @@ log_ends as (
 ),
 
 bracketed as (
-    -- the snapshots just before (or at) and just after each observation
+    -- the snapshots just before (or at) and just after each observation: the observations and
+    -- the log ends of their partition in one order of time, a log end before an observation of
+    -- the same millisecond. One sort of both, where a join would pair every observation with
+    -- every snapshot of its partition, a cost that grows with the snapshots the lake holds.
     select
-        w.group_id,
-        w.topic,
-        w.partition_id,
-        w.from_last,
-        max_by(named_struct('at_ms', e.at_ms, 'log_end', e.log_end_offset), e.at_ms)
-        filter (where e.at_ms <= w.at_ms) as before,
-        min_by(named_struct('at_ms', e.at_ms, 'log_end', e.log_end_offset), e.at_ms)
-        filter (where e.at_ms > w.at_ms) as after
-    from observation_window as w
-    inner join log_ends as e on w.topic = e.topic and w.partition_id = e.partition_id
-    group by w.group_id, w.topic, w.partition_id, w.from_last
+        group_id,
+        topic,
+        partition_id,
+        from_last,
+        before,
+        after
+    from (
+        select
+            group_id,
+            topic,
+            partition_id,
+            from_last,
+            is_observation,
+            case when at_ms is not null then last(log_end, true) over (
+                partition by topic, partition_id order by at_ms, is_observation
+                rows between unbounded preceding and current row
+            ) end as before,
+            case when at_ms is not null then first(log_end, true) over (
+                partition by topic, partition_id order by at_ms, is_observation
+                rows between current row and unbounded following
+            ) end as after
+        from (
+            select
+                group_id,
+                topic,
+                partition_id,
+                from_last,
+                at_ms,
+                true as is_observation,
+                null as log_end
+            from observation_window
+            union all
+            select
+                null,
+                topic,
+                partition_id,
+                null,
+                at_ms,
+                false,
+                named_struct('at_ms', at_ms, 'log_end', log_end_offset)
+            from log_ends
+        ) as observations_and_log_ends
+    ) as in_time_order
+    where is_observation
 ),
 
 observed as (

@@ -22,7 +22,9 @@ offsets as (
     from {{ ref('stg_snapshots__committed_offsets') }}
 ),
 
-current_offsets as (
+history as (
+    -- every value each complete snapshot saw, and whether it starts a run: the snapshots in a
+    -- row (of those that saw the partition's offset) that saw one value
     select
         o.group_id,
         o.topic,
@@ -30,77 +32,47 @@ current_offsets as (
         o.committed_offset,
         o.leader_epoch,
         o.metadata,
-        s.snapshot_at
-    from offsets as o
-    inner join snapshots as s on o.snapshot_id = s.snapshot_id and s.is_latest
-),
-
-history as (
-    select
-        o.group_id,
-        o.topic,
-        o.partition_id,
-        o.committed_offset,
-        s.snapshot_at
+        s.snapshot_at,
+        s.is_latest,
+        lag(o.committed_offset) over (
+            partition by o.group_id, o.topic, o.partition_id order by s.snapshot_at
+        ) is distinct from o.committed_offset as starts_run
     from offsets as o
     inner join snapshots as s on o.snapshot_id = s.snapshot_id
 ),
 
-last_other_value as (
+runs as (
+    -- each value with the first snapshot of its run: for the latest snapshot's value, the first
+    -- snapshot that saw it since another value was seen. A window over each partition's rows
+    -- in time, where joining the latest values with every snapshot's would pair them all.
     select
-        c.group_id,
-        c.topic,
-        c.partition_id,
-        max(h.snapshot_at) as changed_after
-    from current_offsets as c
-    inner join history as h
-        on
-            c.group_id = h.group_id and c.topic = h.topic and c.partition_id = h.partition_id
-            and c.committed_offset <> h.committed_offset
-    group by c.group_id, c.topic, c.partition_id
+        *,
+        max(case when starts_run then snapshot_at end) over (
+            partition by group_id, topic, partition_id order by snapshot_at
+            rows between unbounded preceding and current row
+        ) as first_seen_at
+    from history
 ),
 
-first_seen as (
+previous_snapshots as (
+    -- the complete snapshot before each one: before first_seen_at, the value was not there yet
+    -- (a lower bound)
     select
-        c.group_id,
-        c.topic,
-        c.partition_id,
-        min(h.snapshot_at) as first_seen_at,
-        max(o.changed_after) as changed_after
-    from current_offsets as c
-    left join last_other_value as o
-        on c.group_id = o.group_id and c.topic = o.topic and c.partition_id = o.partition_id
-    inner join history as h
-        on
-            c.group_id = h.group_id and c.topic = h.topic and c.partition_id = h.partition_id
-            and c.committed_offset = h.committed_offset
-            and (o.changed_after is null or o.changed_after < h.snapshot_at)
-    group by c.group_id, c.topic, c.partition_id
-),
-
-previous_snapshot as (
-    -- the snapshot before first_seen_at, when the value was not there yet (a lower bound)
-    select
-        f.group_id,
-        f.topic,
-        f.partition_id,
-        max(s.snapshot_at) as last_unseen_at
-    from first_seen as f
-    inner join snapshots as s on f.first_seen_at > s.snapshot_at
-    group by f.group_id, f.topic, f.partition_id
+        snapshot_at,
+        lag(snapshot_at) over (order by snapshot_at) as previous_snapshot_at
+    from (select distinct snapshot_at from snapshots) as snapshot_times
 )
 
 select
-    c.group_id,
-    c.topic,
-    c.partition_id,
-    c.committed_offset,
-    c.leader_epoch,
-    c.metadata,
-    f.first_seen_at,
-    p.last_unseen_at,
-    c.snapshot_at
-from current_offsets as c
-inner join first_seen as f on c.group_id = f.group_id and c.topic = f.topic and c.partition_id = f.partition_id
-left join previous_snapshot as p
-    on c.group_id = p.group_id and c.topic = p.topic and c.partition_id = p.partition_id
+    r.group_id,
+    r.topic,
+    r.partition_id,
+    r.committed_offset,
+    r.leader_epoch,
+    r.metadata,
+    r.first_seen_at,
+    p.previous_snapshot_at as last_unseen_at,
+    r.snapshot_at
+from runs as r
+left join previous_snapshots as p on r.first_seen_at = p.snapshot_at
+where r.is_latest

@@ -26,6 +26,13 @@ snapshots record when they read each group's offsets and each log start:
   40 again; the log cleaner removed the 90 before ingest read it.
 `mirror-reader` reads `mirrored`, a CreateTime topic whose records carry timestamps two days
 older than their writes (a mirror's target).
+
+Boundaries of the snapshot history, one partition each, log start 0 throughout:
+- `exact` is at 200 on `ties`, whose log end is 100 -> 200 -> 400: the log end reached 200 at
+  S2 but passed it only at S3;
+- `crosser` is at 120 on `truncated`, whose log end is 250 -> 150 -> 300 (truncated, then grew):
+  the log end first passed 120 at S1, though S2's 150 is the lowest above it;
+- `flipper` is at 40, then 50, then 40 again on `flips`.
 """
 
 from __future__ import annotations
@@ -71,6 +78,19 @@ def _mirrored(when, end: int, offset: int | None) -> dict[str, list[dict]]:
                                                    "committed_offset": offset}]}
 
 
+def _boundaries(index: int) -> dict[str, list[dict]]:
+    """Rows of the snapshot history's boundary cases (module doc) for snapshot `index` (0, 1, 2)."""
+    ends = {"ties": (100, 200, 400), "truncated": (250, 150, 300), "flips": (100, 100, 100)}
+    offsets = {("exact", "ties"): (100, 200, 200), ("crosser", "truncated"): (120, 120, 120),
+               ("flipper", "flips"): (40, 50, 40)}
+    return {"topics": [{"topic": t, "retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"}
+                       for t in ends],
+            "logs": [{"topic": t, "partition": 0, "log_start_offset": 0, "log_end_offset": end[index]}
+                     for t, end in ends.items()],
+            "offsets": [{"group": g, "topic": t, "partition": 0, "committed_offset": o[index]}
+                        for (g, t), o in offsets.items()]}
+
+
 def _snapshot(b: BronzeBuilder, when, start: int, end: int, offsets: dict, stopped_state: str,
               other_starts: dict, *extras: dict[str, list[dict]]) -> None:
     delete = {"retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"}
@@ -106,7 +126,7 @@ def lake(spark, module_lake):
     _snapshot(b, S1, 0, 100, {("slow", "events"): 40, ("fast", "events"): 100, ("mid", "events"): 90, ("moved", "events"): 100,
                               ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 40,
                               **others}, "Stable", {("resets", 0): 0, ("pair", 0): 0, ("pair", 1): 0},
-              _read_times(S1, 0, read_times, fetched, seconds[40]), _mirrored(S1, 100, None))
+              _read_times(S1, 0, read_times, fetched, seconds[40]), _mirrored(S1, 100, None), _boundaries(0))
     b.commit("early", "early-commits", 0, 10, S1 + seconds[10])  # after S1's stamp, before its OffsetFetch
     b.commit("early", "early-commits", 0, 80, S1 + seconds[20])
     b.commit("resetter", "resets", 0, 45, S1 + timedelta(minutes=2))
@@ -120,7 +140,7 @@ def lake(spark, module_lake):
                                ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 130,
                                **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50},
               _read_times(S2, 60, read_times, {**fetched, "late": seconds[10]}, seconds[30]),
-              _mirrored(S2, 200, 150))
+              _mirrored(S2, 200, 150), _boundaries(1))
     b.commit("late", "late-commits", 0, 90, S2 + seconds[20])  # after S2's OffsetFetch, before its ListOffsets
     b.commit("resetter", "resets", 0, 150, S2 + timedelta(minutes=1))  # after the interval
     b.commit("compacted", "compacted-commits", 0, 40, S2 + timedelta(minutes=2), source_partition=1)
@@ -128,7 +148,7 @@ def lake(spark, module_lake):
     _snapshot(b, S3, 150, 300, {("slow", "events"): 40, ("fast", "events"): 300, ("mid", "events"): 150, ("moved", "events"): 300,
                                 ("stopped", "events"): 50, ("slow", "state"): 0, ("resetter", "resets"): 150,
                                 **others}, "Empty", {("resets", 0): 60, ("pair", 0): 0, ("pair", 1): 50},
-              _read_times(S3, 60, read_times, fetched, seconds[40]), _mirrored(S3, 300, 150))
+              _read_times(S3, 60, read_times, fetched, seconds[40]), _mirrored(S3, 300, 150), _boundaries(2))
     b.ingest_checkpoints(S3 + seconds[50])
     b.write(module_lake)
     run_models(spark, module_lake, S3 + timedelta(minutes=1), watched_groups={"clicks": ["audit"]})
@@ -215,6 +235,20 @@ def test_time_lag_is_the_age_of_the_oldest_unread_message_still_in_the_log(lake)
     assert (slow["lag_messages"], slow["messages_below_log_start"], slow["unread_in_log"]) == (260, 110, 150)
 
 
+def test_a_message_was_written_when_the_log_end_first_passed_it_not_when_it_reached_it(lake):
+    exact = rows_by(lake, "consumer_lag", "group_id", "topic")[("exact", "ties")]
+    # S2's log end of 200 is the next message's offset: offset 200 was written after S2
+    written_at = S2 + (S3 - S2) * (200 + 1 - 200) / (400 - 200)
+    assert (exact["lag_ms"], exact["is_time_lag_lower_bound"]) == (int((S3 - written_at).total_seconds() * 1000), False)
+
+
+def test_a_message_was_written_before_the_first_snapshot_whose_log_end_passed_it_even_after_a_truncation(lake):
+    crosser = rows_by(lake, "consumer_lag", "group_id", "topic")[("crosser", "truncated")]
+    # S1's log end of 250 had passed 120 already, so the message is older than S1: a lower bound.
+    # S2's 150 is the lowest log end above 120, but the log was truncated to it after S1.
+    assert (crosser["lag_ms"], crosser["is_time_lag_lower_bound"]) == (int((S3 - S1).total_seconds() * 1000), True)
+
+
 def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
     forecast = rows_by(lake, "retention_forecast", "group_id", "topic")
     mid = forecast[("mid", "events")]
@@ -267,6 +301,8 @@ def test_snapshot_commit_time_bounds(lake):
     offsets = rows_by(lake, "snapshot_offsets", "group_id", "topic")
     assert (offsets[("slow", "events")]["first_seen_at"], offsets[("slow", "events")]["last_unseen_at"]) == (S1, None)
     assert (offsets[("fast", "events")]["first_seen_at"], offsets[("fast", "events")]["last_unseen_at"]) == (S3, S2)
+    # 40 again after 50: committed again after S2, not first at S1
+    assert (offsets[("flipper", "flips")]["first_seen_at"], offsets[("flipper", "flips")]["last_unseen_at"]) == (S3, S2)
     committed = rows_by(lake, "committed_offsets", "group_id", "topic")
     assert committed[("fast", "events")]["estimated_committed_at"] == S3
     assert committed[("fast", "events")]["commit_time_source"] == "snapshot"
