@@ -216,18 +216,51 @@ summary as (
 ),
 
 caught_up_after_last as (
-    -- the latest snapshot, at or after the last observation, whose log end the last offset had reached
+    -- the latest snapshot, at or after the last observation, whose log end the last offset had
+    -- reached. The latest snapshot of all whose log end the last offset reached is it, when it
+    -- is not before the last observation (else no later one reached it either): the last
+    -- offsets and the log ends of their partition in one order of offsets, a log end before an
+    -- offset equal to it, and the latest snapshot time up to each offset. One sort of both,
+    -- where a join would pair every partition's last offset with every snapshot of it.
     select
-        s.group_id,
-        s.topic,
-        s.partition_id,
-        max(e.at_ms) as caught_up_ms
-    from summary as s
-    inner join log_ends as e
-        on
-            s.topic = e.topic and s.partition_id = e.partition_id
-            and s.last_at_ms <= e.at_ms and s.last_offset >= e.log_end_offset
-    group by s.group_id, s.topic, s.partition_id
+        group_id,
+        topic,
+        partition_id,
+        latest_reached_ms as caught_up_ms
+    from (
+        select
+            group_id,
+            topic,
+            partition_id,
+            last_at_ms,
+            is_offset,
+            max(log_end_at_ms) over (
+                partition by topic, partition_id order by at_offset, is_offset
+                rows between unbounded preceding and current row
+            ) as latest_reached_ms
+        from (
+            select
+                group_id,
+                topic,
+                partition_id,
+                last_at_ms,
+                last_offset as at_offset,
+                true as is_offset,
+                null as log_end_at_ms
+            from summary
+            union all
+            select
+                null,
+                topic,
+                partition_id,
+                null,
+                log_end_offset,
+                false,
+                at_ms
+            from log_ends
+        ) as offsets_and_log_ends
+    ) as in_offset_order
+    where is_offset and latest_reached_ms >= last_at_ms
 ),
 
 evaluated as (
