@@ -43,27 +43,8 @@ log_history as (
         o.log_end_offset,
         s.snapshot_at,
         lag(o.log_end_offset) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_end,
-        lag(s.snapshot_at) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_at,
-        max(o.log_end_offset) over (
-            partition by o.topic, o.partition_id order by s.snapshot_at
-            rows between unbounded preceding and 1 preceding
-        ) as highest_end_before
+        lag(s.snapshot_at) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_at
     from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id
-),
-
-crossings as (
-    -- the snapshots whose log end passed every earlier one's: the first snapshot whose log end
-    -- passed an offset is one of them (the ones before it all ended at or below the offset),
-    -- and of them the one with the lowest log end above the offset (their log ends rise in time)
-    select
-        topic,
-        partition_id,
-        log_end_offset,
-        named_struct(
-            'at', snapshot_at, 'end', log_end_offset, 'previous_at', previous_at, 'previous_end', previous_end
-        ) as crossing
-    from log_history
-    where highest_end_before is null or log_end_offset > highest_end_before
 ),
 
 lagging as (
@@ -81,47 +62,21 @@ lagging as (
 ),
 
 written as (
-    -- the snapshot interval in which the log end first passed the oldest unread offset: the
-    -- offsets and the crossings of their partition in one order of offsets, a crossing before an
-    -- offset equal to its log end (which has not passed it). One sort of both, where a join would
-    -- pair every offset with every snapshot of its partition.
+    -- the snapshot interval in which the log end first passed the committed offset
     select
-        group_id,
-        topic,
-        partition_id,
-        crossing
-    from (
-        select
-            group_id,
-            topic,
-            partition_id,
-            is_lagging,
-            first(crossing, true) over (
-                partition by topic, partition_id order by at_offset, is_lagging
-                rows between current row and unbounded following
-            ) as crossing
-        from (
-            select
-                group_id,
-                topic,
-                partition_id,
-                oldest_unread_offset as at_offset,
-                true as is_lagging,
-                null as crossing
-            from lagging
-            where oldest_unread_offset < log_end_offset
-            union all
-            select
-                null,
-                topic,
-                partition_id,
-                log_end_offset,
-                false,
-                crossing
-            from crossings
-        ) as offsets_and_crossings
-    ) as in_offset_order
-    where is_lagging
+        g.group_id,
+        g.topic,
+        g.partition_id,
+        min_by(named_struct(
+            'at', h.snapshot_at, 'end', h.log_end_offset,
+            'previous_at', h.previous_at, 'previous_end', h.previous_end
+        ),
+        h.snapshot_at) as crossing
+    from lagging as g
+    inner join log_history as h
+        on g.topic = h.topic and g.partition_id = h.partition_id and g.oldest_unread_offset < h.log_end_offset
+    where g.oldest_unread_offset < g.log_end_offset
+    group by g.group_id, g.topic, g.partition_id
 ),
 
 estimated as (
