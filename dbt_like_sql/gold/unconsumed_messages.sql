@@ -126,26 +126,15 @@ held as (
         m.snapshot_id,
         o.group_id,
         o.committed_offset,
-        m.read.at_start,
-        not m.read.at_start as at_end,
+        o.snapshot_id = m.previous_snapshot_id as at_start,
+        o.snapshot_id = m.snapshot_id as at_end,
         false as is_after_end,
         cast(null as bigint) as source_offset
-    from (
-        -- each move once per snapshot of its interval, so that the join below matches the
-        -- snapshot by equality: matched by partition alone, every move would meet every
-        -- snapshot of the partition, a cost that grows with the square of the snapshots
-        select
-            topic,
-            partition_id,
-            snapshot_id,
-            explode(array(
-                named_struct('snapshot_id', previous_snapshot_id, 'at_start', true),
-                named_struct('snapshot_id', snapshot_id, 'at_start', false)
-            )) as read
-        from moves
-    ) as m
+    from moves as m
     inner join {{ ref('stg_snapshots__committed_offsets') }} as o
-        on m.topic = o.topic and m.partition_id = o.partition_id and m.read.snapshot_id = o.snapshot_id
+        on
+            m.topic = o.topic and m.partition_id = o.partition_id
+            and o.snapshot_id in (m.previous_snapshot_id, m.snapshot_id)
     union all
     select /*+ broadcast(m) */
         m.topic,
