@@ -81,7 +81,7 @@ def table(results: dict, snapshots: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", required=True, help="commit of the first project")
+    parser.add_argument("--before", help="commit of the first project (required)")
     parser.add_argument("--after", default="HEAD", help="commit of the second project")
     parser.add_argument("--snapshots", default="2,32", help="snapshot counts, one lake each")
     parser.add_argument("--repeats", type=int, default=2)
@@ -95,6 +95,8 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
+    if not args.before:
+        parser.error("--before is required: the commit to compare with")
 
     counts = [int(count) for count in args.snapshots.split(",")]
     results: dict = {"repeats": args.repeats, "cpus": os.cpu_count(), "projects": {}, "lakes": {},
