@@ -43,8 +43,9 @@ history as (
 
 runs as (
     -- each value with the first snapshot of its run: for the latest snapshot's value, the first
-    -- snapshot that saw it since another value was seen. A window over each partition's rows
-    -- in time, where joining the latest values with every snapshot's would pair them all.
+    -- snapshot that saw it since another value was seen. A window over each group's snapshots
+    -- of a partition in time, where joining the latest values with every snapshot's would pair
+    -- them all.
     select
         *,
         max(case when starts_run then snapshot_at end) over (
