@@ -49,6 +49,11 @@ BROKER_DEFAULTS: dict[str, str] = {
 }
 
 
+# a start that lost its controller port to another process is tried again, on a new port
+_START_ATTEMPTS = 3
+_ADDRESS_IN_USE = b"Address already in use"  # in the broker's log
+
+
 class BrokerStartFailed(RuntimeError):
     """The embedded broker did not come up; the message ends with the last lines of its log."""
 
@@ -154,6 +159,26 @@ class EmbeddedBroker:
         if self._process is not None:
             return self
         _refuse_if_taken(self.port)
+        for _ in range(_START_ATTEMPTS - 1):
+            log_from = self.log_file.stat().st_size if self.log_file.exists() else 0
+            try:
+                return self._start_once()
+            except BrokerStartFailed:
+                # Another process may bind the controller port (free when chosen at each start)
+                # before the broker does; a new port is all it takes. Any other failure stands.
+                if not self._could_not_bind(log_from):
+                    raise
+        return self._start_once()
+
+    def _could_not_bind(self, log_from: int) -> bool:
+        """Whether the broker's log, from byte `log_from` on, says a port it needed was taken."""
+        if not self.log_file.exists():
+            return False
+        with self.log_file.open("rb") as log:
+            log.seek(log_from)
+            return _ADDRESS_IN_USE in log.read()
+
+    def _start_once(self) -> "EmbeddedBroker":
         self.data_dir.mkdir(parents=True, exist_ok=True)
         config = self._write_config()
         if not (self.data_dir / "logs" / "meta.properties").exists():

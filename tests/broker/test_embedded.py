@@ -69,6 +69,19 @@ def test_a_port_in_use_is_refused_with_its_number(tmp_path):
     assert not java_processes_under(tmp_path)
 
 
+def test_a_controller_port_taken_before_the_broker_binds_it_is_chosen_again(tmp_path, monkeypatch):
+    import offsets_platform.broker.embedded as embedded
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        offered = [taken.getsockname()[1]]  # the first controller port offered is in use
+        monkeypatch.setattr(embedded, "free_loopback_port", lambda: offered.pop() if offered else free_loopback_port())
+        with EmbeddedBroker(tmp_path / "b", port=free_loopback_port()) as broker:
+            assert broker.running
+            assert "Address already in use" in broker.log_file.read_text()  # the first start lost the race
+
+
 def test_a_config_kafka_rejects_stops_the_first_start_with_the_reason(tmp_path):
     broker = EmbeddedBroker(tmp_path / "b", overrides={"offsets.topic.num.partitions": "0"})
     with pytest.raises(BrokerStartFailed) as failure:
