@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import kafka.errors as Errors
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import KafkaAdminClient
@@ -30,13 +30,30 @@ KAFKA_DEFAULT_RETENTION_MS = 604_800_000
 
 # -- helpers shared with tests/ingest/test_snapshots.py -------------------------------------
 
-def create_topics(bootstrap: str, topics: dict[str, tuple[int, dict]]) -> None:
-    """Create {name: (partitions, config)} and wait for the broker to confirm."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, partitions, 1, config=config)
-                                   for name, (partitions, config) in topics.items()])
-    for future in futures.values():
-        future.result(timeout=15)
+def create_topics(bootstrap: str, topics: dict[str, tuple[int, dict]], attempts: int = 3) -> None:
+    """Create {name: (partitions, config)} and wait for the broker to confirm.
+
+    A connection that broke while the request waited for its answer (librdkafka's _TRANSPORT,
+    seen once in CI on a broker just started) is tried again with a new client; a topic that the
+    broken attempt did create then answers "already exists", which is what was asked.
+    """
+    for attempt in range(1, attempts + 1):
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        futures = admin.create_topics([NewTopic(name, partitions, 1, config=config)
+                                       for name, (partitions, config) in topics.items()])
+        errors = []
+        for future in futures.values():
+            try:
+                future.result(timeout=15)
+            except KafkaException as error:
+                errors.append(error)
+        codes = {error.args[0].code() for error in errors}
+        if attempt > 1:
+            codes.discard(KafkaError.TOPIC_ALREADY_EXISTS)
+        if not codes:
+            return
+        if codes != {KafkaError._TRANSPORT} or attempt == attempts:
+            raise next(error for error in errors if error.args[0].code() in codes)
 
 
 def produce_counts(bootstrap: str, topic: str, counts: list[int]) -> None:
