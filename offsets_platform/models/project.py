@@ -80,6 +80,9 @@ class Model:
     # their unique key (a state that drops what can no longer matter); not a column of the table
     delete_when: str = ""
     incremental_strategy: str = "merge"  # incremental only: INCREMENTAL_STRATEGIES
+    # incremental only: run full while the sources hold little data, where the incremental plan,
+    # larger than the full one, costs more than the full run (ModelRunner.full_when_small_max_bytes)
+    full_when_small: bool = False
 
     @property
     def ephemeral(self) -> bool:
@@ -288,10 +291,16 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
         raise ProjectError(f"{where}: incremental_strategy must be one of {INCREMENTAL_STRATEGIES}, not {strategy!r}")
     if "incremental_strategy" in entry and materialized != "incremental":
         raise ProjectError(f"{where}: incremental_strategy says how a result is merged: only an incremental model has one")
+    full_when_small = entry.get("full_when_small", False)
+    if not isinstance(full_when_small, bool):
+        raise ProjectError(f"{where}: full_when_small must be true or false, not {full_when_small!r}")
+    if full_when_small and materialized != "incremental":
+        raise ProjectError(f"{where}: full_when_small chooses between a full and an incremental run: "
+                           "only an incremental model has both")
     return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
                  grain=entry.get("grain", ""), in_kafka=entry.get("in_kafka", ""), materialized=materialized, unique_key=unique_key,
                  columns=columns, tests=tuple(entry.get("tests", ())), refs=used.refs, delete_when=delete_when,
-                 incremental_strategy=strategy,
+                 incremental_strategy=strategy, full_when_small=full_when_small,
                  refs_at_last_run=used.refs_at_last_run, sources=used.sources, variables=used.variables)
 
 

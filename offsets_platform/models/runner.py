@@ -14,7 +14,9 @@ idempotent upserts: if a run dies after its merge but before it is recorded in `
 next run merges the same rows again. A model with `delete_when` also deletes, in the same merge,
 the table's rows whose key comes back in a result row flagged so. An incremental model that uses
 variables runs full when a value changed since its last run, or when `as_of` went back: it must
-keep state from which any later `as_of` gives what a full run then would.
+keep state from which any later `as_of` gives what a full run then would. One whose YAML says
+`full_when_small: true` runs full while its sources hold at most `full_when_small_max_bytes`
+(SMALL_DATA_MAX_BYTES), where its incremental plan costs more than a full run.
 
 A model whose inputs are all as they were at its last run (its SQL, the versions of its sources
 and refs, the values of the variables it uses) is not run again: its table is already the
@@ -186,7 +188,8 @@ class ModelRunner:
                  workers: int = 2, compact_at_files: int = COMPACT_AT_FILES,
                  lease_wait_s: float = DEFAULT_LEASE_WAIT_S, arrow_max_bytes: int = ARROW_MAX_BYTES,
                  small_data_max_bytes: int = SMALL_DATA_MAX_BYTES, arrow_result_max_rows: int = ARROW_RESULT_MAX_ROWS,
-                 full_run_new_share: float = FULL_RUN_NEW_SHARE, full_run_min_new_bytes: int = FULL_RUN_MIN_NEW_BYTES):
+                 full_run_new_share: float = FULL_RUN_NEW_SHARE, full_run_min_new_bytes: int = FULL_RUN_MIN_NEW_BYTES,
+                 full_when_small_max_bytes: int = SMALL_DATA_MAX_BYTES):
         self.spark = spark
         self.project = project or default_project()
         # the lake given, or one on its root that also knows this project's tables
@@ -201,6 +204,7 @@ class ModelRunner:
         self.arrow_result_max_rows = arrow_result_max_rows  # -1: a result of large inputs is written by delta-spark
         self.full_run_new_share = full_run_new_share  # above 1: an incremental model never runs full for its new rows
         self.full_run_min_new_bytes = full_run_min_new_bytes
+        self.full_when_small_max_bytes = full_when_small_max_bytes  # -1: a full_when_small model runs as others do
         self._data_bytes: dict[tuple, int] = {}  # (table, version, appended after) -> bytes: versions never change
         self._pinned_versions: dict[str, int] | None = None  # set while run_all runs
         self._lock = threading.Lock()  # guards the pinned versions and the model_runs appends
@@ -315,6 +319,10 @@ class ModelRunner:
             if new > self.full_run_min_new_bytes and new > self.full_run_new_share * whole:
                 self.emit(f"model {model.name}: {new / whole:.0%} of its sources' data is new since its last run; "
                           "a full run costs less than merging it")
+                incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
+            elif model.full_when_small and whole <= self.full_when_small_max_bytes:
+                self.emit(f"model {model.name}: its sources hold {whole:,} bytes; "
+                          "on so little data a full run costs less than an incremental one")
                 incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
         context = render(model.name, model.sql, self.variables, incremental=incremental,
                          ephemerals=self.project.ephemeral_sql())

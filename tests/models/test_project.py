@@ -161,6 +161,18 @@ def test_an_incremental_strategy_is_merge_or_rewrite_and_only_for_an_incremental
         load_project(write_project(tmp_path / "table", {"a": sql}, yml=yml.replace("incremental\n", "table\n", 1)))
 
 
+def test_full_when_small_is_a_boolean_of_an_incremental_model(tmp_path):
+    sql = "select 1 as x"
+    assert not load_project(write_project(tmp_path / "default", {"a": sql}, yml=_incremental_yml("a"))) \
+        .model("a").full_when_small
+    yml = _incremental_yml("a") + "    full_when_small: true\n"
+    assert load_project(write_project(tmp_path / "ok", {"a": sql}, yml=yml)).model("a").full_when_small
+    with pytest.raises(ProjectError, match="must be true or false"):
+        load_project(write_project(tmp_path / "text", {"a": sql}, yml=yml.replace("true", "'yes'")))
+    with pytest.raises(ProjectError, match="only an incremental model has both"):
+        load_project(write_project(tmp_path / "table", {"a": sql}, yml=yml.replace("incremental\n", "table\n", 1)))
+
+
 def test_a_ref_at_last_run_needs_an_incremental_model_and_an_incremental_run(tmp_path):
     sql = ("select 1 as x {% if is_incremental() %} union all "
            "select x from {{ ref('b', at_last_run=true) }} {% endif %}")

@@ -14,11 +14,21 @@ each refreshed as it arrives:
    60: the move is S1b's, and S2 no longer shows one, so the losses at S2 are withdrawn.
 5. another group commits in partition 2 after S3: ingest has read `dead`'s partition past the
    intervals, so the commit chains of its losses are complete now.
+
+Topic `payments`, two rounds: a snapshot that comes next judges the move before it again.
+1. `payer` (records in partition 3) loses messages at S2 and commits again after S2; records of
+   another group follow in partition 3, one of them compacted away. The move at S2 has no next
+   snapshot yet, so the log is read past its interval only at the partition's latest record,
+   beyond that gap: the chain is not complete.
+2. S3 arrives, with no new record: payer's commit after S2 is now within the move's reach (up to
+   the next snapshot's read of the log start), the log is read past the interval before the gap,
+   and the chain is complete, as one refresh of both rounds finds.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import NamedTuple
 
 import pytest
 
@@ -69,20 +79,27 @@ def _rounds() -> list[BronzeBuilder]:
     return [first, second, third, fourth, fifth]
 
 
+class Rounds(NamedTuple):
+    tables: list[dict]  # the table after each round's refresh
+    at_once: dict  # the table after one refresh of all rounds, on another lake
+    written: list[int]  # the rows each round's refresh wrote to the table
+
+
 @pytest.fixture(scope="module")
-def refreshed_rounds(spark, tmp_path_factory) -> tuple[list[dict], dict]:
-    """The table after each round's refresh, and after one refresh of all rounds on another lake."""
+def refreshed_rounds(spark, tmp_path_factory) -> Rounds:
     each_round = lake_for_models(tmp_path_factory.mktemp("each-round"))
     at_once = lake_for_models(tmp_path_factory.mktemp("at-once"))
-    runner = ModelRunner(spark, each_round, variables=AS_OF, emit=lambda line: None)
-    tables = []
+    # judged incrementally even on these few rows (full_when_small would run them full)
+    runner = ModelRunner(spark, each_round, variables=AS_OF, emit=lambda line: None, full_when_small_max_bytes=-1)
+    tables, written = [], []
     for part in _rounds():
         part.write(each_round)
         part.write(at_once)
-        runner.run_all(MODELS)
+        (run,) = [run for run in runner.run_all(MODELS) if run.model == "unconsumed_messages"]
         tables.append(rows_by(each_round, "unconsumed_messages", *KEY))
+        written.append(run.rows_written)
     ModelRunner(spark, at_once, variables=AS_OF, emit=lambda line: None).run_all(MODELS)
-    return tables, rows_by(at_once, "unconsumed_messages", *KEY)
+    return Rounds(tables, rows_by(at_once, "unconsumed_messages", *KEY), written)
 
 
 def _losses(rows: dict) -> dict:
@@ -90,8 +107,7 @@ def _losses(rows: dict) -> dict:
 
 
 def test_refreshed_round_after_round_it_equals_one_refresh_of_everything(refreshed_rounds):
-    tables, at_once = refreshed_rounds
-    assert tables[-1] == at_once
+    assert refreshed_rounds.tables[-1] == refreshed_rounds.at_once
 
 
 def test_late_commits_add_a_loss_to_a_move_judged_before(refreshed_rounds):
@@ -117,3 +133,71 @@ def test_a_commit_chain_is_complete_once_ingest_read_the_partition_past_the_inte
     assert {key[2:]: row["is_commit_chain_complete"] for key, row in fifth.items()} == {
         ("dead", S1B): True, ("dead", S3): True, ("steady", S1B): True,
         ("steady", S3): False, ("late", S1B): False, ("late", S3): False}
+
+
+def test_a_chain_rechecked_and_still_not_complete_is_not_written_again(refreshed_rounds):
+    # the fifth round judges no move again (its commit is on another topic) and rechecks the
+    # five chains not complete: the two now complete are written, the three others left as they are
+    fourth, fifth = refreshed_rounds.tables[3:]
+    became_complete = [key for key, row in fifth.items()
+                       if row["is_commit_chain_complete"] and not fourth[key]["is_commit_chain_complete"]]
+    assert len(became_complete) == 2
+    assert refreshed_rounds.written[4] == len(became_complete)
+
+
+def _payments_snapshot(b: BronzeBuilder, when, log_start: int, log_end: int, offset: int) -> None:
+    b.snapshot(when, topics=[{"topic": "payments", "retention_ms": 3_600_000, "retention_bytes": -1,
+                              "cleanup_policy": "delete"}],
+               logs=[{"topic": "payments", "partition": 0, "log_start_offset": log_start, "log_end_offset": log_end}],
+               offsets=[{"group": "payer", "topic": "payments", "partition": 0, "committed_offset": offset}])
+
+
+@pytest.fixture(scope="module")
+def next_snapshot_rounds(spark, tmp_path_factory) -> tuple[list[dict], dict]:
+    first = BronzeBuilder()
+    first.commit("payer", "payments", 0, 40, S1 - timedelta(minutes=1), source_partition=3)
+    first.ingest_checkpoints(S1 - timedelta(seconds=30))
+    _payments_snapshot(first, S1, 0, 100, 40)
+    _payments_snapshot(first, S2, 60, 200, 40)
+    first.commit("payer", "payments", 0, 45, S2 + timedelta(minutes=1), source_partition=3)
+    first.ingest_checkpoints(S2 + timedelta(seconds=90))
+    first.commit("payee", "other", 0, 1, S2 + timedelta(minutes=2), source_partition=3)
+    first.compacted_away(source_partition=3)
+    first.commit("payee", "other", 0, 2, S2 + timedelta(minutes=2), source_partition=3)
+    first.ingest_checkpoints(S2 + timedelta(minutes=3))
+    second = first.next_round()
+    _payments_snapshot(second, S3, 60, 300, 45)
+
+    each_round = lake_for_models(tmp_path_factory.mktemp("each-round"))
+    at_once = lake_for_models(tmp_path_factory.mktemp("at-once"))
+    # judged incrementally even on these few rows (full_when_small would run them full)
+    runner = ModelRunner(spark, each_round, variables=AS_OF, emit=lambda line: None, full_when_small_max_bytes=-1)
+    tables = []
+    for part in (first, second):
+        part.write(each_round)
+        part.write(at_once)
+        runs = {run.model: run.mode for run in runner.run_all(MODELS)}
+        tables.append(rows_by(each_round, "unconsumed_messages", *KEY))
+    assert runs["unconsumed_messages"] == "incremental"
+    ModelRunner(spark, at_once, variables=AS_OF, emit=lambda line: None).run_all(MODELS)
+    return tables, rows_by(at_once, "unconsumed_messages", *KEY)
+
+
+def test_a_new_snapshot_judges_the_move_before_it_again(next_snapshot_rounds):
+    (first, second), at_once = next_snapshot_rounds
+    assert _losses(first) == _losses(second) == {("payer", S2): 20}
+    assert not first[("payments", 0, "payer", S2)]["is_commit_chain_complete"]
+    assert second[("payments", 0, "payer", S2)]["is_commit_chain_complete"]
+    assert second == at_once
+
+
+def test_on_little_data_the_refresh_after_a_new_snapshot_is_full(spark, tmp_path):
+    lake = lake_for_models(tmp_path / "lake")
+    said: list[str] = []
+    runner = ModelRunner(spark, lake, variables=AS_OF, emit=said.append)
+    first, second = _rounds()[:2]
+    first.write(lake)
+    runner.run_all(MODELS)
+    second.write(lake)
+    assert {run.model: run.mode for run in runner.run_all(MODELS)}["unconsumed_messages"] == "full"
+    assert any("unconsumed_messages: its sources hold" in line for line in said)
