@@ -9,9 +9,12 @@ On a fresh Apache Kafka broker started by the project:
    Kafka's own group coordinator writes their records into `__consumer_offsets`. While the
    workload runs, the Dagster `ingest` job (ingest + snapshot, no Spark) runs every few seconds,
    so the lake follows the cluster as it changes;
-2. then the `refresh` job runs: it ingests what is new, takes a snapshot, runs every Spark SQL
+2. one more `ingest` cycle snapshots the cluster the workload left; then more messages are
+   written to the topic the changed group left, and retention deletes them: a loss between two
+   snapshots that both saw the group without the topic, which the models mark abandoned;
+3. then the `refresh` job runs: it ingests what is new, takes a snapshot, runs every Spark SQL
    model with its Great Expectations checks and proposes a cleanup plan;
-3. it prints a summary and writes the report, then approves the plan (a person other than the
+4. it prints a summary and writes the report, then approves the plan (a person other than the
    plan's author does that in real use; the demo allows self-approval explicitly) and applies it while the live members still run, and asks the broker whether each
    deletion happened. Then it ends the live members and stops the broker.
 """
@@ -34,7 +37,7 @@ from offsets_platform.models.project import lake_for_models
 from offsets_platform.report import report_path, write_report
 from offsets_platform.settings import KafkaConnection, Settings
 from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
-from proving_ground.workload.live import run_live_workload
+from proving_ground.workload.live import produce_after_the_group_left, run_live_workload
 
 SECONDS_BETWEEN_REFRESHES = 3.0
 # consumer_status takes at most one observation of a partition per this many seconds. The default
@@ -115,6 +118,8 @@ def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
         finally:
             workload = live.finish()  # waits for it; its own error, if any, is raised here
         try:
+            _show_a_loss_after_leaving_a_topic(workload, lambda: refresh(
+                f"cycle {cycle + 1} (snapshot of the cluster the live workload left)", ingest_job))
             refresh("final cycle (after the live workload)")
             _print_summary(lake, workload)
             _approve_and_apply(lake, broker.bootstrap_servers)
@@ -123,6 +128,19 @@ def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
     print(f"\ntables are in {lake.root}; the live members and the embedded broker are stopped.")
     print(f"see the runs, tables and checks in the Dagster UI: make ui OFFSETS_PLATFORM_HOME={demo_home}")
     return lake
+
+
+def _show_a_loss_after_leaving_a_topic(workload, snapshot) -> None:
+    """Retention deletes messages of a topic after a group left it: the models mark that loss
+    abandoned (no loss of the group's) when both snapshots around it saw the group without the
+    topic. The workload's own deletions may all fall before the second such snapshot on a busy
+    machine, so the demo takes one now, has more messages written and deleted, and the final
+    refresh takes the other."""
+    snapshot()
+    mode = produce_after_the_group_left(workload)
+    changed = workload.changed_subscription
+    print(f"{changed['left_behind_topic']}: more messages written after {changed['group']} left it, "
+          f"and deleted ({mode})")
 
 
 def _dagster_instance(dagster_home: Path) -> DagsterInstance:

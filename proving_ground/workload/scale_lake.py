@@ -101,6 +101,54 @@ def add_snapshots(lake: Lake, count: int = 2) -> None:
     the last, in equal steps."""
     if count < 2:
         raise ValueError("add_snapshots needs at least two snapshots: the models compare one with the one before")
+    offsets, at = _offsets_in_log(lake)
+    every = timedelta(hours=1) if count == 2 else timedelta(minutes=15)
+    ends = offsets.group_by(["topic", "partition"]).aggregate([("committed_offset", "max")])
+    top = ends["committed_offset_max"]
+    trailing = pc.equal(pc.bit_wise_and(offsets["partition"], 1), 0)
+    for index in range(count):
+        behind = 10 * (count - 1 - index)
+        committed = pc.if_else(trailing, pc.max_element_wise(pc.subtract(offsets["committed_offset"], behind), 0),
+                               offsets["committed_offset"])
+        _append_snapshot(lake, at - every * (count - 1 - index), f"bench{index}",
+                         offsets.set_column(offsets.schema.get_field_index("committed_offset"), "committed_offset",
+                                            committed),
+                         pa.table({"topic": ends["topic"], "partition": ends["partition"],
+                                   "log_start_offset": pc.divide(pc.multiply(pc.divide(top, 2), index), count - 1),
+                                   "log_end_offset": pc.add(top, 1000 * (index + 1))}))
+    print(f"  snapshots: {count} x {offsets.num_rows:,} committed offsets, {ends.num_rows:,} partitions "
+          f"in {len(pc.unique(ends['topic']))} topics", file=sys.stderr, flush=True)
+
+
+def add_next_snapshot(lake: Lake, log_start_step: int = 10) -> None:
+    """One more snapshot, as a deployment's next scheduled one: 15 minutes after the latest (or at
+    the log's latest record, if later), seeing the committed offsets the log has now, each
+    partition's log start `log_start_step` messages further than at the latest snapshot (retention
+    deleting on), and its log end 1,000 further (at least 1,000 past the highest commit)."""
+    offsets, at = _offsets_in_log(lake)
+    last = lake.query(
+        "select arrow_cast(topic, 'Utf8') as topic, \"partition\", log_start_offset, log_end_offset, snapshot_at "
+        "from log_offset_snapshots where snapshot_at = (select max(snapshot_at) from log_offset_snapshots)",
+        "log_offset_snapshots")
+    at = max(at, last["snapshot_at"][0].as_py() + timedelta(minutes=15))
+    last = last.drop_columns(["snapshot_at"])
+    ends = offsets.group_by(["topic", "partition"]).aggregate([("committed_offset", "max")])
+    # pyarrow joins no string views, which delta-rs may hand back despite the casts
+    logs = _plain_topic(ends).join(_plain_topic(last), ["topic", "partition"], join_type="left outer")
+    _append_snapshot(lake, at, "next", offsets, pa.table({
+        "topic": logs["topic"], "partition": logs["partition"],
+        "log_start_offset": pc.add(pc.coalesce(logs["log_start_offset"], 0), log_start_step),
+        "log_end_offset": pc.max_element_wise(pc.add(pc.coalesce(logs["log_end_offset"], 0), 1000),
+                                              pc.add(logs["committed_offset_max"], 1000))}))
+
+
+def _plain_topic(table: pa.Table) -> pa.Table:
+    return table.set_column(table.schema.get_field_index("topic"), "topic", pc.cast(table["topic"], pa.string()))
+
+
+def _offsets_in_log(lake: Lake) -> tuple[pa.Table, datetime]:
+    """Every live committed offset the log holds now (group, topic, partition, committed_offset),
+    and the time of its latest record."""
     offsets = lake.query(  # delta-rs hands strings back as views, which pyarrow cannot group yet
         "select arrow_cast(\"group\", 'Utf8') as \"group\", arrow_cast(topic, 'Utf8') as topic, \"partition\", "
         "committed_offset from (select \"group\", topic, \"partition\", "
@@ -110,40 +158,32 @@ def add_snapshots(lake: Lake, count: int = 2) -> None:
         "offset_commit_records")
     at = lake.query("select max(source_timestamp) as at from offset_commit_records",
                     "offset_commit_records")["at"][0].as_py()
-    every = timedelta(hours=1) if count == 2 else timedelta(minutes=15)
-    ends = offsets.group_by(["topic", "partition"]).aggregate([("committed_offset", "max")])
-    topics = pc.unique(ends["topic"])
-    trailing = pc.equal(pc.bit_wise_and(offsets["partition"], 1), 0)
-    for index in range(count):
-        snapshot_at = at - every * (count - 1 - index)
-        snapshot_id = f"{snapshot_at:%Y%m%dT%H%M%S}-bench{index}"
+    return offsets, at
 
-        def stamped(table: pa.Table, snapshot_id: str = snapshot_id, snapshot_at: datetime = snapshot_at) -> pa.Table:
-            return table.append_column("snapshot_id", pa.repeat(pa.scalar(snapshot_id), table.num_rows)) \
-                .append_column("snapshot_at", pa.repeat(pa.scalar(snapshot_at, pa.timestamp("us", "UTC")),
-                                                        table.num_rows))
 
-        top, rows = ends["committed_offset_max"], offsets.num_rows
-        behind = 10 * (count - 1 - index)
-        committed = pc.if_else(trailing, pc.max_element_wise(pc.subtract(offsets["committed_offset"], behind), 0),
-                               offsets["committed_offset"])
-        lake.append("committed_offset_snapshots", stamped(
-            offsets.set_column(offsets.schema.get_field_index("committed_offset"), "committed_offset", committed)
-            .append_column("leader_epoch", pa.nulls(rows, pa.int32()))
-            .append_column("metadata", pa.nulls(rows, pa.string()))
-            .append_column("fetched_at", pa.nulls(rows, pa.timestamp("us", "UTC")))))
-        lake.append("log_offset_snapshots", stamped(pa.table({
-            "topic": ends["topic"], "partition": ends["partition"],
-            "log_start_offset": pc.divide(pc.multiply(pc.divide(top, 2), index), count - 1),
-            "log_end_offset": pc.add(top, 1000 * (index + 1)),
-            "listed_at": pa.nulls(len(top), pa.timestamp("us", "UTC")),
-            "max_timestamp_ms": pa.nulls(len(top), pa.int64())})))
-        lake.append("topic_configs", stamped(pa.table({
-            "topic": topics, "retention_ms": pa.repeat(pa.scalar(7 * 86_400_000), len(topics)),
-            "retention_bytes": pa.repeat(pa.scalar(-1), len(topics)),
-            "cleanup_policy": pa.repeat(pa.scalar("delete"), len(topics)),
-            "message_timestamp_type": pa.repeat(pa.scalar("CreateTime"), len(topics))})))
-        lake.append("broker_configs", stamped(pa.table({  # written last: it completes the snapshot
-            "offsets_retention_minutes": [10080], "offsets_retention_source": ["broker"]})))
-    print(f"  snapshots: {count} x {offsets.num_rows:,} committed offsets, {ends.num_rows:,} partitions "
-          f"in {len(topics)} topics", file=sys.stderr, flush=True)
+def _append_snapshot(lake: Lake, snapshot_at: datetime, name: str, offsets: pa.Table, logs: pa.Table) -> None:
+    """One complete snapshot: `offsets` (group, topic, partition, committed_offset) and `logs`
+    (topic, partition, log_start_offset, log_end_offset); every topic with week-long delete retention."""
+    snapshot_id = f"{snapshot_at:%Y%m%dT%H%M%S}-{name}"
+
+    def stamped(table: pa.Table) -> pa.Table:
+        return table.append_column("snapshot_id", pa.repeat(pa.scalar(snapshot_id), table.num_rows)) \
+            .append_column("snapshot_at", pa.repeat(pa.scalar(snapshot_at, pa.timestamp("us", "UTC")),
+                                                    table.num_rows))
+
+    rows, partitions = offsets.num_rows, logs.num_rows
+    topics = pc.unique(logs["topic"])
+    lake.append("committed_offset_snapshots", stamped(
+        offsets.append_column("leader_epoch", pa.nulls(rows, pa.int32()))
+        .append_column("metadata", pa.nulls(rows, pa.string()))
+        .append_column("fetched_at", pa.nulls(rows, pa.timestamp("us", "UTC")))))
+    lake.append("log_offset_snapshots", stamped(
+        logs.append_column("listed_at", pa.nulls(partitions, pa.timestamp("us", "UTC")))
+        .append_column("max_timestamp_ms", pa.nulls(partitions, pa.int64()))))
+    lake.append("topic_configs", stamped(pa.table({
+        "topic": topics, "retention_ms": pa.repeat(pa.scalar(7 * 86_400_000), len(topics)),
+        "retention_bytes": pa.repeat(pa.scalar(-1), len(topics)),
+        "cleanup_policy": pa.repeat(pa.scalar("delete"), len(topics)),
+        "message_timestamp_type": pa.repeat(pa.scalar("CreateTime"), len(topics))})))
+    lake.append("broker_configs", stamped(pa.table({  # written last: it completes the snapshot
+        "offsets_retention_minutes": [10080], "offsets_retention_source": ["broker"]})))

@@ -36,9 +36,12 @@ the embedded broker checks retention every second (Kafka deletes whole segments,
 small segment.ms a topic written continuously keeps its one active segment). The log start first
 moves about 4-5 s after the first produce. On a broker whose retention is slower (Kafka checks
 every log.retention.check.interval.ms, 5 minutes by default) the run waits RETENTION_WAIT_S and
-then moves the `invoices` log start to the log end with DeleteRecords;
-`LiveWorkload.retention_mode` ("retention.ms" or "delete_records") and `retention_note` say which
-happened.
+then moves the `invoices` log start to the log end with DeleteRecords, and does the same on
+`search-clicks` for the offsets search-changed-subscription left there;
+`LiveWorkload.retention_mode` ("retention.ms" or "delete_records", for `invoices`) and
+`retention_note` (both topics) say which happened. `produce_after_the_group_left(workload)`
+writes one more tick to `search-clicks` after the run and waits until retention deleted some of
+it: a loss of a group that had left the topic, for a caller that snapshots before and after.
 
 Client facts met on the way (kafka-python 3.0.12, confluent-kafka 2.16.1, Kafka 4.3):
 - kafka-python's `describe_groups` raises ValueError on a Connect group because it decodes every
@@ -52,8 +55,8 @@ Client facts met on the way (kafka-python 3.0.12, confluent-kafka 2.16.1, Kafka 
 
 from .clients import describe_groups_raw
 from .result import LiveGroup, LiveTopic, LiveWorkload
-from .run import run_live_workload
+from .run import produce_after_the_group_left, run_live_workload
 from .snapshot import LiveWorkloadError
 
 __all__ = ["LiveGroup", "LiveTopic", "LiveWorkload", "LiveWorkloadError", "describe_groups_raw",
-           "run_live_workload"]
+           "produce_after_the_group_left", "run_live_workload"]

@@ -33,20 +33,27 @@ class RetentionWatch:
         """Note when each watched topic's log start first moves past 0."""
         for spec in self.topics:
             if self.first_deletion_s[spec.name] is None:
-                start, _ = log_offsets(self.admin, spec.name, spec.partitions)
-                if any(offset > 0 for offset in start.values()):
-                    self.first_deletion_s[spec.name] = round(time.monotonic() - self.started, 2)
+                self._note(spec, log_offsets(self.admin, spec.name, spec.partitions)[0])
+
+    def _note(self, spec: TopicSpec, start: dict[int, int]) -> None:
+        """Note the first read of a watched topic's log start past 0 (`start`: by partition)."""
+        watched_and_unmoved = spec.name in self.first_deletion_s and self.first_deletion_s[spec.name] is None
+        if watched_and_unmoved and any(offset > 0 for offset in start.values()):
+            self.first_deletion_s[spec.name] = round(time.monotonic() - self.started, 2)
 
     def wait_past(self, spec: TopicSpec, committed: dict[int, int], wait_s: float) -> str:
-        """Wait until the log start of some partition passes its committed offset.
+        """Wait until the log start of some partition passes its offset in `committed` (a group's
+        committed offset, or the log end before more messages were written).
 
         Returns RETENTION if retention.ms did it within `wait_s`, else DELETE_RECORDS after
-        deleting, on every partition whose committed offset is below the log end, up to the end.
+        deleting, on every partition whose offset is below the log end, up to the end.
         """
         deadline = time.monotonic() + wait_s
         while True:
             self.check()
             start, end = log_offsets(self.admin, spec.name, spec.partitions)
+            # the log start may have moved since check() read it: note what this read saw
+            self._note(spec, start)
             if any(start[p] > offset for p, offset in committed.items()):
                 return RETENTION
             if time.monotonic() >= deadline:

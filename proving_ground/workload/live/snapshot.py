@@ -151,6 +151,10 @@ def verify(end: EndState, expected: dict[str, str]) -> None:
     changed = groups[CHANGED_GROUP]
     if not {CHANGED_KEPT_TOPIC, CHANGED_LEFT_TOPIC} <= set(changed.committed_topics):
         problems.append(f"{CHANGED_GROUP} committed topics {changed.committed_topics}")
+    left_start = topics[CHANGED_LEFT_TOPIC].log_start_offsets
+    if not any(o < left_start[p] for (t, p), o in changed.committed.items() if t == CHANGED_LEFT_TOPIC):
+        problems.append(f"{CHANGED_GROUP} committed {changed.committed} not below the {CHANGED_LEFT_TOPIC} "
+                        f"log start {left_start}")
     if changed.subscribed_topics != (CHANGED_KEPT_TOPIC,) or changed.left_behind_topics != (CHANGED_LEFT_TOPIC,):
         problems.append(f"{CHANGED_GROUP} subscribes {changed.subscribed_topics}, left {changed.left_behind_topics}")
     for group in ("reports-stopped", "ledger-standalone", "connect-sink"):

@@ -142,6 +142,13 @@ def test_slow_group_committed_offset_is_below_the_log_start(workload, kafka_admi
     assert workload.groups["billing-slow"].expected_state == "Stable"
 
 
+def test_the_offsets_a_group_left_behind_fall_below_the_log_start(workload, kafka_admin):
+    start = offsets(kafka_admin, "search-clicks", OffsetSpec.EARLIEST)
+    left = {p: o for (t, p), o in committed(kafka_admin, "search-changed-subscription").items()
+            if t == "search-clicks"}
+    assert left and any(o < start[p] for p, o in left.items())
+
+
 def test_active_group_has_no_lag(workload, kafka_admin):
     end = offsets(kafka_admin, "orders", OffsetSpec.LATEST)
     assert committed(kafka_admin, "orders-active") == {("orders", p): o for p, o in end.items()}
