@@ -43,8 +43,27 @@ log_history as (
         o.log_end_offset,
         s.snapshot_at,
         lag(o.log_end_offset) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_end,
-        lag(s.snapshot_at) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_at
+        lag(s.snapshot_at) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_at,
+        max(o.log_end_offset) over (
+            partition by o.topic, o.partition_id order by s.snapshot_at
+            rows between unbounded preceding and 1 preceding
+        ) as highest_end_before
     from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id
+),
+
+rises as (
+    -- the snapshots whose log end passed every earlier one's. The first snapshot whose log end
+    -- passed an offset is one of them (those before it all ended at or below the offset), and
+    -- of them it is the one with the lowest log end above the offset (their log ends rise in time)
+    select
+        topic,
+        partition_id,
+        log_end_offset,
+        named_struct(
+            'at', snapshot_at, 'end', log_end_offset, 'previous_at', previous_at, 'previous_end', previous_end
+        ) as crossing
+    from log_history
+    where highest_end_before is null or log_end_offset > highest_end_before
 ),
 
 lagging as (
@@ -62,21 +81,49 @@ lagging as (
 ),
 
 written as (
-    -- the snapshot interval in which the log end first passed the committed offset
+    -- the snapshot interval in which the log end first passed the oldest unread offset: the
+    -- offsets and the rises of their partition in one order of offsets, from the highest, an
+    -- offset before a rise to its own value (whose log end has not passed it); the last rise
+    -- seen is then the lowest above the offset. One sort of both, where a join paired
+    -- every offset with every snapshot of its partition. The frame runs up to the current row:
+    -- Spark recomputes a frame that runs to the partition's end for every row.
     select
-        g.group_id,
-        g.topic,
-        g.partition_id,
-        min_by(named_struct(
-            'at', h.snapshot_at, 'end', h.log_end_offset,
-            'previous_at', h.previous_at, 'previous_end', h.previous_end
-        ),
-        h.snapshot_at) as crossing
-    from lagging as g
-    inner join log_history as h
-        on g.topic = h.topic and g.partition_id = h.partition_id and g.oldest_unread_offset < h.log_end_offset
-    where g.oldest_unread_offset < g.log_end_offset
-    group by g.group_id, g.topic, g.partition_id
+        group_id,
+        topic,
+        partition_id,
+        crossing
+    from (
+        select
+            group_id,
+            topic,
+            partition_id,
+            is_lagging,
+            last(crossing, true) over (
+                partition by topic, partition_id order by at_offset desc, is_lagging desc
+                rows between unbounded preceding and current row
+            ) as crossing
+        from (
+            select
+                group_id,
+                topic,
+                partition_id,
+                oldest_unread_offset as at_offset,
+                true as is_lagging,
+                null as crossing
+            from lagging
+            where oldest_unread_offset < log_end_offset
+            union all
+            select
+                null,
+                topic,
+                partition_id,
+                log_end_offset,
+                false,
+                crossing
+            from rises
+        ) as offsets_and_rises
+    ) as in_offset_order
+    where is_lagging
 ),
 
 estimated as (

@@ -96,7 +96,7 @@ log_ends as (
 bracketed as (
     -- the snapshots just before (or at) and just after each observation: the observations and
     -- the log ends of their partition in one order of time, a log end before an observation of
-    -- the same millisecond. One sort of both, where a join would pair every observation with
+    -- the same millisecond. Windows over both, where a join would pair every observation with
     -- every snapshot of its partition, a cost that grows with the snapshots the lake holds.
     select
         group_id,
@@ -116,9 +116,12 @@ bracketed as (
                 partition by topic, partition_id order by at_ms, is_observation
                 rows between unbounded preceding and current row
             ) end as before,
-            case when at_ms is not null then first(log_end, true) over (
-                partition by topic, partition_id order by at_ms, is_observation
-                rows between current row and unbounded following
+            -- the first log end after it is the last one before it in the reverse order: a frame
+            -- up to the current row, as Spark recomputes one that runs to the partition's end for
+            -- every row (a cost that grows with the square of the snapshots)
+            case when at_ms is not null then last(log_end, true) over (
+                partition by topic, partition_id order by at_ms desc, is_observation desc
+                rows between unbounded preceding and current row
             ) end as after
         from (
             select
@@ -182,9 +185,10 @@ stepped as (
             partition by group_id, topic, partition_id order by position_from_end
             rows between unbounded preceding and 1 preceding
         ) as previous_known_lag,
+        -- from here to the window's end: up to the current row in reverse order
         max(committed_offset) over (
-            partition by group_id, topic, partition_id order by position_from_end
-            rows between current row and unbounded following
+            partition by group_id, topic, partition_id order by position_from_end desc
+            rows between unbounded preceding and current row
         ) as highest_from_here
     from observed as o
 ),

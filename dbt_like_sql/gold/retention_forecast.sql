@@ -44,10 +44,29 @@ log_history as (
         o.max_timestamp_ms,
         s.snapshot_at,
         lag(o.log_end_offset) over w as previous_end,
-        lag(o.max_timestamp_ms) over w as previous_max_timestamp_ms
+        lag(o.max_timestamp_ms) over w as previous_max_timestamp_ms,
+        max(o.log_end_offset) over (
+            partition by o.topic, o.partition_id order by s.snapshot_at
+            rows between unbounded preceding and 1 preceding
+        ) as highest_end_before
     from {{ ref('stg_snapshots__log_offsets') }} as o
     inner join snapshots as s on o.snapshot_id = s.snapshot_id
     window w as (partition by o.topic, o.partition_id order by s.snapshot_at)
+),
+
+rises as (
+    -- the snapshots whose log end passed every earlier one's, as consumer_lag finds the first
+    -- snapshot whose log end passed an offset
+    select
+        topic,
+        partition_id,
+        log_end_offset,
+        named_struct(
+            'end', log_end_offset, 'max_ms', max_timestamp_ms,
+            'previous_end', previous_end, 'previous_max_ms', previous_max_timestamp_ms
+        ) as crossing
+    from log_history
+    where highest_end_before is null or log_end_offset > highest_end_before
 ),
 
 at_risk as (
@@ -68,20 +87,44 @@ at_risk as (
 ),
 
 crossings as (
-    -- the first snapshot whose log end passed the oldest unread message, and the one before it
+    -- the first snapshot whose log end passed the oldest unread message, and the one before it:
+    -- the lowest rise above the offset, found in one window over both as consumer_lag does
     select
-        r.group_id,
-        r.topic,
-        r.partition_id,
-        min_by(named_struct(
-            'end', h.log_end_offset, 'max_ms', h.max_timestamp_ms,
-            'previous_end', h.previous_end, 'previous_max_ms', h.previous_max_timestamp_ms
-        ),
-        h.snapshot_at) as crossing
-    from at_risk as r
-    inner join log_history as h
-        on r.topic = h.topic and r.partition_id = h.partition_id and r.oldest_unread_offset < h.log_end_offset
-    group by r.group_id, r.topic, r.partition_id
+        group_id,
+        topic,
+        partition_id,
+        crossing
+    from (
+        select
+            group_id,
+            topic,
+            partition_id,
+            is_at_risk,
+            last(crossing, true) over (
+                partition by topic, partition_id order by at_offset desc, is_at_risk desc
+                rows between unbounded preceding and current row
+            ) as crossing
+        from (
+            select
+                group_id,
+                topic,
+                partition_id,
+                oldest_unread_offset as at_offset,
+                true as is_at_risk,
+                null as crossing
+            from at_risk
+            union all
+            select
+                null,
+                topic,
+                partition_id,
+                log_end_offset,
+                false,
+                crossing
+            from rises
+        ) as offsets_and_rises
+    ) as in_offset_order
+    where is_at_risk
 ),
 
 stamped as (

@@ -85,8 +85,9 @@ def _boundaries(index: int) -> dict[str, list[dict]]:
                ("flipper", "flips"): (40, 50, 40)}
     return {"topics": [{"topic": t, "retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"}
                        for t in ends],
-            "logs": [{"topic": t, "partition": 0, "log_start_offset": 0, "log_end_offset": end[index]}
-                     for t, end in ends.items()],
+            # records stamped as they were written: the largest timestamp is the snapshot's time
+            "logs": [{"topic": t, "partition": 0, "log_start_offset": 0, "log_end_offset": end[index],
+                      "max_timestamp_ms": ms((S1, S2, S3)[index])} for t, end in ends.items()],
             "offsets": [{"group": g, "topic": t, "partition": 0, "committed_offset": o[index]}
                         for (g, t), o in offsets.items()]}
 
@@ -240,6 +241,10 @@ def test_a_message_was_written_when_the_log_end_first_passed_it_not_when_it_reac
     # S2's log end of 200 is the next message's offset: offset 200 was written after S2
     written_at = S2 + (S3 - S2) * (200 + 1 - 200) / (400 - 200)
     assert (exact["lag_ms"], exact["is_time_lag_lower_bound"]) == (int((S3 - written_at).total_seconds() * 1000), False)
+    # retention_forecast interpolates its timestamp between the same two snapshots' max timestamps
+    forecast = rows_by(lake, "retention_forecast", "group_id", "topic")[("exact", "ties")]
+    stamped = ms(S2) + int((ms(S3) - ms(S2)) * (200 + 1 - 200) / (400 - 200))
+    assert (forecast["oldest_unconsumed_timestamp_ms"], forecast["is_time_lag_lower_bound"]) == (stamped, False)
 
 
 def test_a_message_was_written_before_the_first_snapshot_whose_log_end_passed_it_even_after_a_truncation(lake):
@@ -247,6 +252,9 @@ def test_a_message_was_written_before_the_first_snapshot_whose_log_end_passed_it
     # S1's log end of 250 had passed 120 already, so the message is older than S1: a lower bound.
     # S2's 150 is the lowest log end above 120, but the log was truncated to it after S1.
     assert (crosser["lag_ms"], crosser["is_time_lag_lower_bound"]) == (int((S3 - S1).total_seconds() * 1000), True)
+    # and its timestamp is at most S1's largest one
+    forecast = rows_by(lake, "retention_forecast", "group_id", "topic")[("crosser", "truncated")]
+    assert (forecast["oldest_unconsumed_timestamp_ms"], forecast["is_time_lag_lower_bound"]) == (ms(S1), True)
 
 
 def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
