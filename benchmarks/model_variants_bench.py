@@ -11,7 +11,9 @@ the one model (--model) under each project, the two alternating in every repeat:
   2. an append-only incremental refresh, R times: M records appended to bronze (log records only,
      no new snapshot), then a normal run of the model (`run(model)`). The runner skips a model
      whose inputs are as at its last run (mode `unchanged`): a model reading only snapshot tables
-     is skipped, one reading offset_commit_records runs again.
+     is skipped, one reading offset_commit_records runs again. With --next-snapshot, one more
+     snapshot follows the records (`scale_lake.add_next_snapshot`), as each scheduled refresh
+     takes one: the log start moves on every partition.
 The time is the runner's own for the model (`ModelRun.seconds`: finding the source versions,
 deciding whether to run, the query, the Delta write, recording the run); the CPU seconds of the
 worker process and its JVM during the call are reported too, since other work on the machine
@@ -38,7 +40,7 @@ filters) are printed and written with the results.
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/model_variants_bench.py \
         [--model unconsumed_messages] [--before 6bf9054] [--after HEAD] [--records 10000000] \
         [--new-records 100000] [--repeats 5] [--warm-up 1] [--groups G] [--topic-partitions P] \
-        [--snapshots 2] [--lake LAKE]
+        [--snapshots 2] [--next-snapshot] [--lake LAKE]
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from models_bench import BATCH, BronzeFeed, add_snapshots, append_to_all, tree_l
 from offsets_platform.lake import Lake
 from proving_ground.workload.coordinator_history import default_start_ms, generate_batches
 from proving_ground.workload.partitioning import DEFAULT_PARTITIONS
+from proving_ground.workload.scale_lake import add_next_snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT_FOLDER = "dbt_like_sql"
@@ -340,7 +343,8 @@ def markdown(results: dict) -> str:
               f"before ({commits['before']}) | after ({commits['after']}) | after / before (of medians) | "
               "after / before (median of pairs) |"), "|---|---:|---:|---:|---:|"]
     for case, title in (("full", "full refresh"),
-                        ("incremental", f"append-only incremental (+{results['new_records']:,} records)")):
+                        ("incremental", f"incremental (+{results['new_records']:,} records"
+                                        + (" and a snapshot)" if results.get("next_snapshot") else ")"))):
         before, after = (results[case][label]["median"] for label in LABELS)
         lines.append(f"| {title}: run time | {before['seconds']:.2f} s ({', '.join(before['modes'])}) | "
                      f"{after['seconds']:.2f} s ({', '.join(after['modes'])}) | "
@@ -357,6 +361,8 @@ def main() -> None:
     parser.add_argument("--after", default="HEAD", help="commit of the second project")
     parser.add_argument("--records", type=int, default=10_000_000, help="records in bronze when building the lake")
     parser.add_argument("--new-records", type=int, default=100_000, help="records appended before each incremental")
+    parser.add_argument("--next-snapshot", action="store_true",
+                        help="also take one more snapshot after the records, as a scheduled refresh does")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--warm-up", type=int, default=1, help="untimed full runs per project before the timed ones")
     parser.add_argument("--groups", type=int, help="groups alive at once in a lake built here (the generator's default)")
@@ -370,8 +376,8 @@ def main() -> None:
         worker(*args.worker)
         return
 
-    results: dict = {"model": args.model, "new_records": args.new_records, "repeats": args.repeats,
-                     "warm_up": args.warm_up, "cpus": os.cpu_count(),
+    results: dict = {"model": args.model, "new_records": args.new_records, "next_snapshot": args.next_snapshot,
+                     "repeats": args.repeats, "warm_up": args.warm_up, "cpus": os.cpu_count(),
                      "at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "projects": {}}
     with tempfile.TemporaryDirectory(prefix="model-variants-bench-") as scratch:
         scratch = Path(scratch)
@@ -420,6 +426,9 @@ def main() -> None:
                       file=sys.stderr, flush=True)
                 results["incremental"]["append_s"].append(
                     append_to_all(feed, lakes, args.new_records, f"variants-{repeat}"))
+                if args.next_snapshot:
+                    for lake in lakes.values():
+                        add_next_snapshot(lake)
                 alternate(repeat, False, results["incremental"])
         finally:
             for each in workers.values():
