@@ -8,6 +8,23 @@
 -- The write time is estimated from the snapshots' log end offsets: that message was written
 -- between the last snapshot whose log end was at or below it and the first one above it,
 -- interpolated linearly. Written before the first snapshot, the age is a lower bound.
+-- The record timestamp of that message, which time-based retention reads (retention_forecast),
+-- is interpolated the same way between the partition's max timestamps at those two snapshots
+-- (ListOffsets MAX_TIMESTAMP, KIP-734): the largest record timestamp when the log end was e is the
+-- largest of the records below e. It assumes timestamps grow with offsets; it is null where the
+-- snapshots recorded no max timestamp.
+{#- a value between `before` (at the snapshot before the crossing) and `after` (at the crossing),
+    in the share of the messages written between the two that reach the oldest unread one: in
+    floating point, since the product of the two spans can pass a bigint's range (two months between
+    snapshots and ten billion messages), which ANSI arithmetic refuses; where it does not, the
+    double product rounds as a bigint division would #}
+{% macro interpolated(before, after) -%}
+    {{ before }} + cast(
+        cast({{ after }} - {{ before }} as double)
+        * (g.oldest_unread_offset + 1 - w.crossing.previous_end)
+        / (w.crossing.end - w.crossing.previous_end) as bigint
+    )
+{%- endmacro %}
 with snapshots as (
     select
         snapshot_id,
@@ -22,7 +39,8 @@ log_offsets as (
         topic,
         partition_id,
         log_start_offset,
-        log_end_offset
+        log_end_offset,
+        max_timestamp_ms
     from {{ ref('stg_snapshots__log_offsets') }}
 ),
 
@@ -41,14 +59,17 @@ log_history as (
         o.topic,
         o.partition_id,
         o.log_end_offset,
+        o.max_timestamp_ms,
         s.snapshot_at,
-        lag(o.log_end_offset) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_end,
-        lag(s.snapshot_at) over (partition by o.topic, o.partition_id order by s.snapshot_at) as previous_at,
+        lag(o.log_end_offset) over w as previous_end,
+        lag(s.snapshot_at) over w as previous_at,
+        lag(o.max_timestamp_ms) over w as previous_max_timestamp_ms,
         max(o.log_end_offset) over (
             partition by o.topic, o.partition_id order by s.snapshot_at
             rows between unbounded preceding and 1 preceding
         ) as highest_end_before
     from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id
+    window w as (partition by o.topic, o.partition_id order by s.snapshot_at)
 ),
 
 rises as (
@@ -60,7 +81,8 @@ rises as (
         partition_id,
         log_end_offset,
         named_struct(
-            'at', snapshot_at, 'end', log_end_offset, 'previous_at', previous_at, 'previous_end', previous_end
+            'at', snapshot_at, 'end', log_end_offset, 'max_ms', max_timestamp_ms,
+            'previous_at', previous_at, 'previous_end', previous_end, 'previous_max_ms', previous_max_timestamp_ms
         ) as crossing
     from log_history
     where highest_end_before is null or log_end_offset > highest_end_before
@@ -132,17 +154,20 @@ estimated as (
         case
             when g.oldest_unread_offset >= g.log_end_offset then g.measured_at
             when w.crossing.previous_at is null then w.crossing.at
-            else
-                -- in floating point: the product of the two spans can pass a bigint's range (two
-                -- months between snapshots and ten billion messages), which ANSI arithmetic refuses;
-                -- where it does not, the double product rounds as the bigint's division did
-                timestamp_micros(unix_micros(w.crossing.previous_at) + cast(
-                    cast(unix_micros(w.crossing.at) - unix_micros(w.crossing.previous_at) as double)
-                    * (g.oldest_unread_offset + 1 - w.crossing.previous_end)
-                    / (w.crossing.end - w.crossing.previous_end) as bigint
-                ))
+            else timestamp_micros(
+                {{ interpolated('unix_micros(w.crossing.previous_at)', 'unix_micros(w.crossing.at)') }}
+            )
         end as oldest_unread_written_at,
-        g.oldest_unread_offset < g.log_end_offset and w.crossing.previous_at is null as is_time_lag_lower_bound
+        g.oldest_unread_offset < g.log_end_offset and w.crossing.previous_at is null as is_time_lag_lower_bound,
+        -- null too where nothing is unread in the log (no crossing)
+        case
+            when w.crossing.max_ms is null then null
+            -- no earlier snapshot brackets it: at most the largest timestamp when it was first seen
+            when w.crossing.previous_max_ms is null then w.crossing.max_ms
+            else {{ interpolated('w.crossing.previous_max_ms', 'w.crossing.max_ms') }}
+        end as oldest_unread_timestamp_ms,
+        case when w.crossing.max_ms is not null then w.crossing.previous_max_ms is null end
+            as is_oldest_unread_timestamp_upper_bound
     from lagging as g
     left join written as w on g.group_id = w.group_id and g.topic = w.topic and g.partition_id = w.partition_id
 )
@@ -160,5 +185,7 @@ select
     committed_offset < log_start_offset as is_below_log_start,
     greatest(log_start_offset - committed_offset, 0) as messages_below_log_start,
     greatest(log_end_offset - oldest_unread_offset, 0) as unread_in_log,
-    measured_at
+    measured_at,
+    oldest_unread_timestamp_ms,
+    is_oldest_unread_timestamp_upper_bound
 from estimated

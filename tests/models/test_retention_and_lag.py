@@ -245,6 +245,7 @@ def test_a_message_was_written_when_the_log_end_first_passed_it_not_when_it_reac
     forecast = rows_by(lake, "retention_forecast", "group_id", "topic")[("exact", "ties")]
     stamped = ms(S2) + int((ms(S3) - ms(S2)) * (200 + 1 - 200) / (400 - 200))
     assert (forecast["oldest_unconsumed_timestamp_ms"], forecast["is_time_lag_lower_bound"]) == (stamped, False)
+    assert (exact["oldest_unread_timestamp_ms"], exact["is_oldest_unread_timestamp_upper_bound"]) == (stamped, False)
 
 
 def test_a_message_was_written_before_the_first_snapshot_whose_log_end_passed_it_even_after_a_truncation(lake):
@@ -255,6 +256,9 @@ def test_a_message_was_written_before_the_first_snapshot_whose_log_end_passed_it
     # and its timestamp is at most S1's largest one
     forecast = rows_by(lake, "retention_forecast", "group_id", "topic")[("crosser", "truncated")]
     assert (forecast["oldest_unconsumed_timestamp_ms"], forecast["is_time_lag_lower_bound"]) == (ms(S1), True)
+    # from S1's max timestamp (which here equals its time), not the write time standing in for it
+    assert forecast["timestamp_source"] == "max_timestamp"
+    assert (crosser["oldest_unread_timestamp_ms"], crosser["is_oldest_unread_timestamp_upper_bound"]) == (ms(S1), True)
 
 
 def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
@@ -384,3 +388,12 @@ def test_retention_reads_record_timestamps_a_mirror_keeps_older_than_the_writes(
         "oldest_unconsumed_age_ms"]) - timedelta(days=1)
     assert rows_by(lake, "retention_forecast", "group_id", "topic")[("mid", "events")]["timestamp_source"] == \
         "write_time"  # its snapshots hold no max timestamps
+    # consumer_lag keeps the timestamp it interpolated with the write time; the forecast reads it there
+    lag = rows_by(lake, "consumer_lag", "group_id", "topic")
+    mirror_lag = lag[("mirror-reader", "mirrored")]
+    assert (mirror_lag["oldest_unread_timestamp_ms"], mirror_lag["is_oldest_unread_timestamp_upper_bound"]) == \
+        (ms(stamped_at), False)
+    assert (lag[("mid", "events")]["oldest_unread_timestamp_ms"],
+            lag[("mid", "events")]["is_oldest_unread_timestamp_upper_bound"]) == (None, None)
+    nothing_unread = [row for row in lag.values() if row["unread_in_log"] == 0]
+    assert nothing_unread and all(row["oldest_unread_timestamp_ms"] is None for row in nothing_unread)
