@@ -48,6 +48,10 @@ snapshots as (
 ),
 
 snapshot_values as (
+    -- the snapshots' values of the partitions the log holds no commit of and consumer_status
+    -- judges: both filters keep or drop a partition's rows whole, so they come before the window,
+    -- which then sorts only what it needs (where the log is read, next to nothing) instead of
+    -- every committed offset of every snapshot
     select
         o.group_id,
         o.topic,
@@ -60,25 +64,27 @@ snapshot_values as (
         ) as previous_value
     from {{ ref('stg_snapshots__committed_offsets') }} as o
     inner join snapshots as s on o.snapshot_id = s.snapshot_id
-),
-
-snapshot_observations as (
-    select
-        v.group_id,
-        v.topic,
-        v.partition_id,
-        v.committed_offset,
-        v.at_ms,
-        cast(0 as bigint) as seq,
-        'snapshot' as source
-    from snapshot_values as v
+    left semi join judged as j
+        on o.group_id = j.group_id and o.topic = j.topic and o.partition_id = j.partition_id
     left anti join (select distinct
         group_id,
         topic,
         partition_id
     from {{ ref('log_observations') }}) as l
-        on v.group_id = l.group_id and v.topic = l.topic and v.partition_id = l.partition_id
-    where v.previous_value is null or v.previous_value <> v.committed_offset
+        on o.group_id = l.group_id and o.topic = l.topic and o.partition_id = l.partition_id
+),
+
+snapshot_observations as (
+    select
+        group_id,
+        topic,
+        partition_id,
+        committed_offset,
+        at_ms,
+        cast(0 as bigint) as seq,
+        'snapshot' as source
+    from snapshot_values
+    where previous_value is null or previous_value <> committed_offset
 ),
 
 numbered as (

@@ -32,7 +32,8 @@ MODELS = needed_for("consumer_status")
 class Case:
     """commits: (minute, offset[, partition]); log_ends: (minute, log end) of partition 0;
     other_log_ends: partition -> a constant log end; snapshot_offsets: (minute, committed
-    offset of partition 0 in that snapshot), for a group the log does not know; subscribed_to:
+    offset of partition 0 in that snapshot), observations for a group the log does not know only
+    (the log's commits are a known group's); subscribed_to:
     the topics of the one member of a classic group record written before everything else."""
     name: str
     as_of: float
@@ -57,8 +58,10 @@ CASES = [
     # rule would hold at once: a minute of silence exceeds a span of 0)
     Case("single", as_of=1, commits=[(0, 50)], log_ends=[(0, 100)]),
     # commits every minute for 4 minutes, always behind; then nothing for 26 minutes while
-    # messages keep coming
-    Case("stopped", as_of=30, commits=[(m, 10 * (m + 1)) for m in range(5)], log_ends=[(0, 100), (30, 200)]),
+    # messages keep coming. The snapshot at minute 20 saw its last offset: an observation there,
+    # were it one, would leave it silent for 10 minutes only, not STOP
+    Case("stopped", as_of=30, commits=[(m, 10 * (m + 1)) for m in range(5)], log_ends=[(0, 100), (30, 200)],
+         snapshot_offsets={20: 50}),
     # Burrow's other STOP false positive: the consumer reached the log end with its last commit
     # (minute 4) and the snapshot at minute 10 still saw nothing newer; messages came after that.
     # Silent since minute 10: 2 minutes at minute 12, less than the window's 4; 3 minutes later,
