@@ -94,8 +94,10 @@ log_ends as (
 ),
 
 log_ends_from as (
-    -- per partition with observations, the last log end at or before its earliest one (null: none)
-    select
+    -- per partition with observations, the last log end at or before its earliest one (null: none).
+    -- Both joins with the log ends broadcast the side of one row per partition: joined by a
+    -- shuffle, they cost more than the sorts they spare.
+    select /*+ broadcast(f) */
         f.topic,
         f.partition_id,
         max(e.at_ms) filter (where e.at_ms <= f.first_at_ms) as from_ms
@@ -116,7 +118,7 @@ needed_log_ends as (
     -- observation, and those after the partition's last one, all lie from the last log end at or
     -- before its earliest observation on. A partition's window holds its latest commits, so on a
     -- cluster whose consumers commit, the snapshots older than that drop out before any sort.
-    select e.*
+    select /*+ broadcast(f) */ e.*
     from log_ends as e
     inner join log_ends_from as f on e.topic = f.topic and e.partition_id = f.partition_id
     where f.from_ms is null or e.at_ms >= f.from_ms
