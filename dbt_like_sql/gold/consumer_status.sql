@@ -93,37 +93,6 @@ log_ends as (
     inner join snapshots as s on e.snapshot_id = s.snapshot_id
 ),
 
-log_ends_from as (
-    -- per partition with observations, the last log end at or before its earliest one (null: none).
-    -- Both joins with the log ends broadcast the side of one row per partition: joined by a
-    -- shuffle, they cost more than the sorts they spare.
-    select /*+ broadcast(f) */
-        f.topic,
-        f.partition_id,
-        max(e.at_ms) filter (where e.at_ms <= f.first_at_ms) as from_ms
-    from (
-        select
-            topic,
-            partition_id,
-            min(at_ms) as first_at_ms
-        from observation_window
-        group by topic, partition_id
-    ) as f
-    inner join log_ends as e on f.topic = e.topic and f.partition_id = e.partition_id
-    group by f.topic, f.partition_id
-),
-
-needed_log_ends as (
-    -- the log ends the two windows below can use: the snapshots just before and after each
-    -- observation, and those after the partition's last one, all lie from the last log end at or
-    -- before its earliest observation on. A partition's window holds its latest commits, so on a
-    -- cluster whose consumers commit, the snapshots older than that drop out before any sort.
-    select /*+ broadcast(f) */ e.*
-    from log_ends as e
-    inner join log_ends_from as f on e.topic = f.topic and e.partition_id = f.partition_id
-    where f.from_ms is null or e.at_ms >= f.from_ms
-),
-
 bracketed as (
     -- the snapshots just before (or at) and just after each observation: the observations and
     -- the log ends of their partition in one order of time, a log end before an observation of
@@ -173,7 +142,7 @@ bracketed as (
                 at_ms,
                 false,
                 named_struct('at_ms', at_ms, 'log_end', log_end_offset)
-            from needed_log_ends
+            from log_ends
         ) as observations_and_log_ends
     ) as in_time_order
     where is_observation
@@ -292,7 +261,7 @@ caught_up_after_last as (
                 log_end_offset,
                 false,
                 at_ms
-            from needed_log_ends
+            from log_ends
         ) as offsets_and_log_ends
     ) as in_offset_order
     where is_offset and latest_reached_ms >= last_at_ms
