@@ -85,21 +85,27 @@ class Rounds(NamedTuple):
     written: list[int]  # the rows each round's refresh wrote to the table
 
 
-@pytest.fixture(scope="module")
-def refreshed_rounds(spark, tmp_path_factory) -> Rounds:
+def _refresh_round_by_round(spark, tmp_path_factory, parts: list[BronzeBuilder]) -> tuple[Rounds, list]:
+    """Each part written to two lakes: one refreshed after each part, the other once after all;
+    and the unconsumed_messages run of each refresh of the first."""
     each_round = lake_for_models(tmp_path_factory.mktemp("each-round"))
     at_once = lake_for_models(tmp_path_factory.mktemp("at-once"))
     # judged incrementally even on these few rows (full_when_small would run them full)
     runner = ModelRunner(spark, each_round, variables=AS_OF, emit=lambda line: None, full_when_small_max_bytes=-1)
-    tables, written = [], []
-    for part in _rounds():
+    tables, runs = [], []
+    for part in parts:
         part.write(each_round)
         part.write(at_once)
         (run,) = [run for run in runner.run_all(MODELS) if run.model == "unconsumed_messages"]
         tables.append(rows_by(each_round, "unconsumed_messages", *KEY))
-        written.append(run.rows_written)
+        runs.append(run)
     ModelRunner(spark, at_once, variables=AS_OF, emit=lambda line: None).run_all(MODELS)
-    return Rounds(tables, rows_by(at_once, "unconsumed_messages", *KEY), written)
+    return Rounds(tables, rows_by(at_once, "unconsumed_messages", *KEY), [run.rows_written for run in runs]), runs
+
+
+@pytest.fixture(scope="module")
+def refreshed_rounds(spark, tmp_path_factory) -> Rounds:
+    return _refresh_round_by_round(spark, tmp_path_factory, _rounds())[0]
 
 
 def _losses(rows: dict) -> dict:
@@ -167,20 +173,9 @@ def next_snapshot_rounds(spark, tmp_path_factory) -> tuple[list[dict], dict]:
     first.ingest_checkpoints(S2 + timedelta(minutes=3))
     second = first.next_round()
     _payments_snapshot(second, S3, 60, 300, 45)
-
-    each_round = lake_for_models(tmp_path_factory.mktemp("each-round"))
-    at_once = lake_for_models(tmp_path_factory.mktemp("at-once"))
-    # judged incrementally even on these few rows (full_when_small would run them full)
-    runner = ModelRunner(spark, each_round, variables=AS_OF, emit=lambda line: None, full_when_small_max_bytes=-1)
-    tables = []
-    for part in (first, second):
-        part.write(each_round)
-        part.write(at_once)
-        runs = {run.model: run.mode for run in runner.run_all(MODELS)}
-        tables.append(rows_by(each_round, "unconsumed_messages", *KEY))
-    assert runs["unconsumed_messages"] == "incremental"
-    ModelRunner(spark, at_once, variables=AS_OF, emit=lambda line: None).run_all(MODELS)
-    return tables, rows_by(at_once, "unconsumed_messages", *KEY)
+    rounds, runs = _refresh_round_by_round(spark, tmp_path_factory, [first, second])
+    assert runs[-1].mode == "incremental"
+    return rounds.tables, rounds.at_once
 
 
 def test_a_new_snapshot_judges_the_move_before_it_again(next_snapshot_rounds):
