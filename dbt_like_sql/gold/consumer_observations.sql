@@ -27,17 +27,20 @@ judged as (
 ),
 
 commit_observations as (
-    -- the latest commit per interval, kept by log_observations while it can be in a window
+    -- the latest commit per interval, kept by log_observations while it can be in a window, of
+    -- the partitions consumer_status judges
     select
-        group_id,
-        topic,
-        partition_id,
-        committed_offset,
-        observed_at_ms as at_ms,
-        source_offset as seq,
+        l.group_id,
+        l.topic,
+        l.partition_id,
+        l.committed_offset,
+        l.observed_at_ms as at_ms,
+        l.source_offset as seq,
         'log' as source
-    from {{ ref('log_observations') }}
-    where observed_at_ms is not null
+    from {{ ref('log_observations') }} as l
+    left semi join judged as j
+        on l.group_id = j.group_id and l.topic = j.topic and l.partition_id = j.partition_id
+    where l.observed_at_ms is not null
 ),
 
 snapshots as (
@@ -99,8 +102,7 @@ numbered as (
         union all
         select * from snapshot_observations
     ) as o
-    left semi join judged as j
-        on o.group_id = j.group_id and o.topic = j.topic and o.partition_id = j.partition_id
+    -- both kinds hold only the partitions consumer_status judges already
     where o.at_ms <= (select now_ms from clock)
 ),
 
