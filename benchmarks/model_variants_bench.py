@@ -98,9 +98,11 @@ def next_offsets(lake: Lake) -> np.ndarray:
     return offsets
 
 
-def open_lake(root: Path, records: int, appends: int, snapshots: int, shape: dict) -> tuple[Lake, Feed, dict]:
-    """The shared lake: built with `records` records and `snapshots` snapshots, or reused as it is; and a
-    feed whose next `appends` records continue its stream."""
+def open_lake(root: Path, records: int, appends: int, snapshots: int, shape: dict,
+              snapshot_shape: dict | None = None) -> tuple[Lake, Feed, dict]:
+    """The shared lake: built with `records` records and `snapshots` snapshots (shaped by
+    `add_snapshots`'s keywords in `snapshot_shape`), or reused as it is; and a feed whose next
+    `appends` records continue its stream."""
     lake = Lake(root)
     marker = root / MARKER
     if not lake.exists("offset_commit_records"):
@@ -109,7 +111,7 @@ def open_lake(root: Path, records: int, appends: int, snapshots: int, shape: dic
         print(f"building bronze: {records:,} records in {root}", file=sys.stderr, flush=True)
         started = time.perf_counter()
         write_s = feed.append(records, "build")
-        add_snapshots(lake, snapshots)
+        add_snapshots(lake, snapshots, **(snapshot_shape or {}))
         build = {"built": True, "build_s": time.perf_counter() - started, "build_write_s": write_s}
         print(f"bronze built in {build['build_s']:.0f} s ({write_s:.0f} s writing, the rest generating)",
               file=sys.stderr, flush=True)

@@ -7,7 +7,8 @@ and what a change to the SQL does to it.
 Builds one lake per snapshot count (--snapshots 2,32) in --lakes (reused when there already), each
 with the same generated history (`model_variants_bench.open_lake`: --records records of --groups
 groups on --topic-partitions partitions) and that many snapshots (`scale_lake.add_snapshots`: 15
-minutes apart past two). Extracts the `dbt_like_sql/` folder of two commits (--before, --after).
+minutes apart past two; --snapshot-every-minutes and --retained-snapshots shape them as a real
+cluster's long history, whose retention deleted what the older snapshots saw). Extracts the `dbt_like_sql/` folder of two commits (--before, --after).
 Then, R times (--repeats), for each lake and each project, the two projects alternating which goes
 first: a fresh process copies the lake to a new folder (the runner records its runs in the lake,
 and a Spark session caches each Delta table's state by its path) and runs a full refresh of every
@@ -17,7 +18,7 @@ and after / before; a model that exists in one project only shows a dash in the 
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/snapshot_history_bench.py --before REV \\
         [--after HEAD] [--snapshots 2,32] [--repeats 2] [--records 1000000] [--groups 2000] \\
-        [--topic-partitions 20000] [--lakes FOLDER]
+        [--topic-partitions 20000] [--snapshot-every-minutes M] [--retained-snapshots N] [--lakes FOLDER]
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ingest_bench import write_results  # benchmarks/ is on sys.path when this file runs as a script
@@ -88,6 +89,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--groups", type=int, default=2_000)
     parser.add_argument("--topic-partitions", type=int, default=20_000)
+    parser.add_argument("--snapshot-every-minutes", type=int, help="the snapshots' spacing (default: 15 minutes)")
+    parser.add_argument("--retained-snapshots", type=int,
+                        help="the log grows through the snapshots and retention keeps this many snapshots' worth of it "
+                             "(scale_lake.add_snapshots)")
     parser.add_argument("--lakes", help="a folder for the lakes, kept for the next run (default: a temporary one)")
     parser.add_argument("--out", default="benchmarks/results/snapshot_history_bench.json")
     parser.add_argument("--child", nargs=3, metavar=("PROJECT", "LAKE", "INTO"), help=argparse.SUPPRESS)
@@ -106,9 +111,18 @@ def main() -> None:
         scratch = Path(scratch)
         lakes_root = Path(args.lakes).absolute() if args.lakes else scratch / "lakes"
         shape = {"groups": args.groups, "topic_partitions": args.topic_partitions}
+        snapshot_shape = {}
+        lake_name = "snapshots-{}"
+        if args.snapshot_every_minutes:
+            snapshot_shape["every"] = timedelta(minutes=args.snapshot_every_minutes)
+            lake_name += f"-every-{args.snapshot_every_minutes}m"
+        if args.retained_snapshots:
+            snapshot_shape["retained"] = args.retained_snapshots
+            lake_name += f"-retained-{args.retained_snapshots}"
+        results["snapshot_shape"] = {key: str(value) for key, value in snapshot_shape.items()}
         for count in counts:
-            _, _, results["lakes"][str(count)] = open_lake(lakes_root / f"snapshots-{count}", args.records, 0,
-                                                           count, shape)
+            _, _, results["lakes"][str(count)] = open_lake(lakes_root / lake_name.format(count), args.records, 0,
+                                                           count, shape, snapshot_shape)
         projects = {}
         for label, rev in zip(LABELS, (args.before, args.after)):
             commit, projects[label] = extract_project(rev, scratch / label)
@@ -118,7 +132,7 @@ def main() -> None:
                 for label in LABELS if repeat % 2 == 0 else LABELS[::-1]:
                     print(f"repeat {repeat + 1}/{args.repeats}, {count} snapshots, {label}: full refresh of every "
                           "model, one at a time", file=sys.stderr, flush=True)
-                    seconds = one_refresh(projects[label], lakes_root / f"snapshots-{count}", scratch)
+                    seconds = one_refresh(projects[label], lakes_root / lake_name.format(count), scratch)
                     for model, value in seconds.items():
                         results["runs"][str(count)][label].setdefault(model, []).append(value)
                     print(f"  {sum(seconds.values()):.1f} s over {len(seconds)} models", file=sys.stderr, flush=True)

@@ -89,7 +89,7 @@ def append_raw(lake: Lake, raw: pa.Table, label: str) -> None:
                 {name: {} for name in RECORD_TABLES}, HISTORY_TOPIC)
 
 
-def add_snapshots(lake: Lake, count: int = 2) -> None:
+def add_snapshots(lake: Lake, count: int = 2, every: timedelta | None = None, retained: int | None = None) -> None:
     """`count` admin-API snapshots derived from the log, so that the snapshot-driven models
     (snapshot_offsets, consumer_lag, retention_forecast, unconsumed_messages, consumer_status) have
     rows. The last is taken at the log's latest record, the others before it: an hour apart for
@@ -98,13 +98,30 @@ def add_snapshots(lake: Lake, count: int = 2) -> None:
     behind at each earlier snapshot (so some offsets change from one snapshot to the next); log
     end offsets 1,000 messages further at each snapshot, ahead of the highest commit; and
     retention moving the log start from 0 at the first snapshot to half of the highest commit at
-    the last, in equal steps."""
+    the last, in equal steps.
+
+    `every` sets the snapshots' spacing instead. `retained` shapes the log as a real cluster's over
+    a long history: its end grows in equal steps from half the highest commit (plus 1,000) to the
+    highest commit (plus 1,000), and retention keeps `retained` snapshots' worth of it, so the log
+    start at each snapshot is the log end `retained` snapshots before (0 before that)."""
     if count < 2:
         raise ValueError("add_snapshots needs at least two snapshots: the models compare one with the one before")
     offsets, at = _offsets_in_log(lake)
-    every = timedelta(hours=1) if count == 2 else timedelta(minutes=15)
+    every = every or (timedelta(hours=1) if count == 2 else timedelta(minutes=15))
     ends = offsets.group_by(["topic", "partition"]).aggregate([("committed_offset", "max")])
     top = ends["committed_offset_max"]
+
+    def log_end(index: int) -> pa.Array:
+        if retained is None:
+            return pc.add(top, 1000 * (index + 1))
+        half = pc.divide(top, 2)
+        return pc.add(pc.add(half, pc.divide(pc.multiply(pc.subtract(top, half), index), count - 1)), 1000)
+
+    def log_start(index: int) -> pa.Array:
+        if retained is None:
+            return pc.divide(pc.multiply(pc.divide(top, 2), index), count - 1)
+        return log_end(index - retained) if index >= retained else pc.multiply(top, 0)
+
     trailing = pc.equal(pc.bit_wise_and(offsets["partition"], 1), 0)
     for index in range(count):
         behind = 10 * (count - 1 - index)
@@ -114,8 +131,7 @@ def add_snapshots(lake: Lake, count: int = 2) -> None:
                          offsets.set_column(offsets.schema.get_field_index("committed_offset"), "committed_offset",
                                             committed),
                          pa.table({"topic": ends["topic"], "partition": ends["partition"],
-                                   "log_start_offset": pc.divide(pc.multiply(pc.divide(top, 2), index), count - 1),
-                                   "log_end_offset": pc.add(top, 1000 * (index + 1))}))
+                                   "log_start_offset": log_start(index), "log_end_offset": log_end(index)}))
     print(f"  snapshots: {count} x {offsets.num_rows:,} committed offsets, {ends.num_rows:,} partitions "
           f"in {len(pc.unique(ends['topic']))} topics", file=sys.stderr, flush=True)
 
