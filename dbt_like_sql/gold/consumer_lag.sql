@@ -54,22 +54,57 @@ log_now as (
     from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id and s.is_latest
 ),
 
-log_history as (
+log_offsets_at as (
     select
+        o.*,
+        s.snapshot_at
+    from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id
+),
+
+first_past_log_start as (
+    -- The oldest unread offset is at least the log start now, so the log end first passed it at
+    -- or after the first snapshot whose log end passed the log start now (at the first when that
+    -- is unknown). Only the snapshots from the one before that on can bracket it: the history
+    -- window below sorts those, not every snapshot the lake holds (retention deleted what the
+    -- older ones saw). A partition the latest snapshot did not see has no lag to estimate.
+    select /*+ broadcast(n) */
+        o.topic,
+        o.partition_id,
+        min(case when n.log_start_offset is null or o.log_end_offset > n.log_start_offset then o.snapshot_at end)
+            as first_at
+    from log_offsets_at as o
+    inner join log_now as n on o.topic = n.topic and o.partition_id = n.partition_id
+    group by o.topic, o.partition_id
+),
+
+history_from as (
+    select /*+ broadcast(f) */
+        f.topic,
+        f.partition_id,
+        coalesce(max(case when o.snapshot_at < f.first_at then o.snapshot_at end), min(f.first_at)) as from_at
+    from log_offsets_at as o
+    inner join first_past_log_start as f on o.topic = f.topic and o.partition_id = f.partition_id
+    group by f.topic, f.partition_id
+),
+
+log_history as (
+    select /*+ broadcast(f) */
         o.topic,
         o.partition_id,
         o.log_end_offset,
         o.max_timestamp_ms,
-        s.snapshot_at,
+        o.snapshot_at,
         lag(o.log_end_offset) over w as previous_end,
-        lag(s.snapshot_at) over w as previous_at,
+        lag(o.snapshot_at) over w as previous_at,
         lag(o.max_timestamp_ms) over w as previous_max_timestamp_ms,
         max(o.log_end_offset) over (
-            partition by o.topic, o.partition_id order by s.snapshot_at
+            partition by o.topic, o.partition_id order by o.snapshot_at
             rows between unbounded preceding and 1 preceding
         ) as highest_end_before
-    from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id
-    window w as (partition by o.topic, o.partition_id order by s.snapshot_at)
+    from log_offsets_at as o
+    inner join history_from as f
+        on o.topic = f.topic and o.partition_id = f.partition_id and o.snapshot_at >= f.from_at
+    window w as (partition by o.topic, o.partition_id order by o.snapshot_at)
 ),
 
 rises as (

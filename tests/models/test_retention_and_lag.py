@@ -27,12 +27,16 @@ snapshots record when they read each group's offsets and each log start:
 `mirror-reader` reads `mirrored`, a CreateTime topic whose records carry timestamps two days
 older than their writes (a mirror's target).
 
-Boundaries of the snapshot history, one partition each, log start 0 throughout:
+Boundaries of the snapshot history, one partition each, log start 0 throughout but where said:
 - `exact` is at 200 on `ties`, whose log end is 100 -> 200 -> 400: the log end reached 200 at
   S2 but passed it only at S3;
 - `crosser` is at 120 on `truncated`, whose log end is 250 -> 150 -> 300 (truncated, then grew):
   the log end first passed 120 at S1, though S2's 150 is the lowest above it;
-- `flipper` is at 40, then 50, then 40 again on `flips`.
+- `flipper` is at 40, then 50, then 40 again on `flips`;
+- `behind` is at 50 on `retained`, whose log end is 100 -> 200 -> 300 and whose log start moved
+  from 0 to 250 at S3: S1 saw only messages retention has deleted since;
+- `regrower` is at 120 on `regrown`, whose log end is 300 -> 100 -> 200 (truncated, then grew)
+  and whose log start moved from 0 to 150 at S3: its log end passed 150 first at S1.
 """
 
 from __future__ import annotations
@@ -80,13 +84,17 @@ def _mirrored(when, end: int, offset: int | None) -> dict[str, list[dict]]:
 
 def _boundaries(index: int) -> dict[str, list[dict]]:
     """Rows of the snapshot history's boundary cases (module doc) for snapshot `index` (0, 1, 2)."""
-    ends = {"ties": (100, 200, 400), "truncated": (250, 150, 300), "flips": (100, 100, 100)}
+    ends = {"ties": (100, 200, 400), "truncated": (250, 150, 300), "flips": (100, 100, 100),
+            "retained": (100, 200, 300), "regrown": (300, 100, 200)}
+    starts = {"retained": (0, 0, 250), "regrown": (0, 0, 150)}
     offsets = {("exact", "ties"): (100, 200, 200), ("crosser", "truncated"): (120, 120, 120),
-               ("flipper", "flips"): (40, 50, 40)}
+               ("flipper", "flips"): (40, 50, 40), ("behind", "retained"): (50, 50, 50),
+               ("regrower", "regrown"): (120, 120, 120)}
     return {"topics": [{"topic": t, "retention_ms": RETENTION_MS, "retention_bytes": -1, "cleanup_policy": "delete"}
                        for t in ends],
             # records stamped as they were written: the largest timestamp is the snapshot's time
-            "logs": [{"topic": t, "partition": 0, "log_start_offset": 0, "log_end_offset": end[index],
+            "logs": [{"topic": t, "partition": 0, "log_start_offset": starts.get(t, (0, 0, 0))[index],
+                      "log_end_offset": end[index],
                       "max_timestamp_ms": ms((S1, S2, S3)[index])} for t, end in ends.items()],
             "offsets": [{"group": g, "topic": t, "partition": 0, "committed_offset": o[index]}
                         for (g, t), o in offsets.items()]}
@@ -259,6 +267,23 @@ def test_a_message_was_written_before_the_first_snapshot_whose_log_end_passed_it
     # from S1's max timestamp (which here equals its time), not the write time standing in for it
     assert forecast["timestamp_source"] == "max_timestamp"
     assert (crosser["oldest_unread_timestamp_ms"], crosser["is_oldest_unread_timestamp_upper_bound"]) == (ms(S1), True)
+
+
+def test_the_snapshots_before_the_log_end_passed_the_log_start_now_bracket_no_unread_message(lake):
+    # consumer_lag sorts only the log ends from the snapshot before the first whose log end
+    # passed the log start now: the oldest unread offset is at least the log start
+    lag = rows_by(lake, "consumer_lag", "group_id", "topic")
+    behind = lag[("behind", "retained")]
+    # retention deleted up to 250: its oldest unread message was written between S2 (log end 200)
+    # and S3 (300), 51% of the way; S1 brackets nothing still in the log
+    written_at = S2 + (S3 - S2) * 51 / 100
+    assert (behind["lag_ms"], behind["is_time_lag_lower_bound"]) == (ms(S3) - ms(written_at), False)
+    assert (behind["oldest_unread_timestamp_ms"], behind["is_oldest_unread_timestamp_upper_bound"]) == \
+        (ms(written_at), False)
+    # S1's log end of 300 had passed 150 already, and the log was truncated after it: the message
+    # is older than S1, as in the truncated case, however low the log ends after S1 fell
+    regrower = lag[("regrower", "regrown")]
+    assert (regrower["lag_ms"], regrower["is_time_lag_lower_bound"]) == (ms(S3) - ms(S1), True)
 
 
 def test_forecast_of_when_retention_deletes_unconsumed_messages(lake):
