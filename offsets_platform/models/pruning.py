@@ -34,10 +34,10 @@ recent version keep theirs.
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pyarrow as pa
 
@@ -75,28 +75,34 @@ def prune_offset_commits(spark: "SparkSession", lake: Lake, horizon: timedelta =
                          now: datetime | None = None, dry_run: bool = False, lease_wait_s: float = 30.0,
                          project: ModelProject | None = None, emit: Callable[[str], None] = print) -> PruneResult:
     """Remove the offset commit records older than `horizon` that no model needs (module doc)."""
-    from offsets_platform.ingest.offsets_topic import INGEST_LEASE
-
     project = project or default_project()
     started = time.monotonic()
-    leases = [INGEST_LEASE] + [model_lease(model.name) for model in project.models]
-    with ExitStack() as held:
-        for name in leases:
-            held.enter_context(hold_lease(lake.leases, name, "prune of offset commit records",
-                                          wait_s=lease_wait_s, emit=emit))
+    with holding_every_lease(lake, project, "prune of offset commit records", lease_wait_s, emit):
         result = _prune(spark, lake, project, horizon, now or datetime.now(timezone.utc), dry_run, emit)
     return replace(result, seconds=time.monotonic() - started)
+
+
+@contextmanager
+def holding_every_lease(lake: Lake, project: ModelProject, purpose: str, wait_s: float,
+                        emit: Callable[[str], None]) -> Iterator[None]:
+    """The leases of ingest and of every model: no refresh reads while a prune decides and deletes."""
+    from offsets_platform.ingest.offsets_topic import INGEST_LEASE
+
+    with ExitStack() as held:
+        for name in [INGEST_LEASE] + [model_lease(model.name) for model in project.models]:
+            held.enter_context(hold_lease(lake.leases, name, purpose, wait_s=wait_s, emit=emit))
+        yield
 
 
 def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: timedelta, now: datetime,
            dry_run: bool, emit: Callable[[str], None]) -> PruneResult:
     records_before = lake.count(PRUNED_TABLE) if lake.exists(PRUNED_TABLE) else 0
-    read_by_all, why_not = _version_read_by_every_model(lake, project)
+    read_by_all, why_not = version_read_by_every_model(lake, project, PRUNED_TABLE)
     if read_by_all is None:
         return PruneResult(cutoff=None, records_before=records_before, removed=0, dry_run=dry_run,
                            nothing_because=why_not)
     cutoff = now - horizon
-    latest_snapshot = _latest_complete_snapshot(lake)
+    latest_snapshot = latest_complete_snapshot(lake)
     if latest_snapshot is not None and latest_snapshot < cutoff:
         cutoff = latest_snapshot
     emit(f"pruning offset commit records appended before {cutoff:%Y-%m-%d %H:%M:%S} UTC that every model has "
@@ -130,25 +136,25 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
                        commits_counted=commits_counted, files_vacuumed=files)
 
 
-def _version_read_by_every_model(lake: Lake, project: ModelProject) -> tuple[int | None, str]:
-    """The table version every model that reads offset_commit_records has read (the least of
-    their latest runs'), or None and why not."""
-    readers = sorted(model.name for model in project.models if ("bronze", PRUNED_TABLE) in model.sources)
-    if not lake.exists(PRUNED_TABLE):
-        return None, "the lake holds no offset commit records"
+def version_read_by_every_model(lake: Lake, project: ModelProject, table: str) -> tuple[int | None, str]:
+    """The version of a bronze table every model that reads it has read (the least of their
+    latest runs'), or None and why not."""
+    readers = sorted(model.name for model in project.models if ("bronze", table) in model.sources)
+    if not lake.exists(table):
+        return None, f"the lake holds no {table}"
     if not lake.exists(RUNS_TABLE):
         return None, "the models have never run: refresh first"
     rows = lake.query(
         f"select model, source_version, finished_at from {RUNS_TABLE} "
-        f"where source = {lake_string(PRUNED_TABLE)} order by finished_at", RUNS_TABLE).to_pylist()
+        f"where source = {lake_string(table)} order by finished_at", RUNS_TABLE).to_pylist()
     versions = {row["model"]: row["source_version"] for row in rows}  # each model's latest run
     never = [name for name in readers if name not in versions]
     if never:
-        return None, f"{', '.join(never)} never read the records: refresh first"
+        return None, f"{', '.join(never)} never read {table}: refresh first"
     return min(versions[name] for name in readers), ""
 
 
-def _latest_complete_snapshot(lake: Lake) -> datetime | None:
+def latest_complete_snapshot(lake: Lake) -> datetime | None:
     if not lake.exists("broker_configs"):
         return None
     latest = lake.query("select max(snapshot_at) as at from broker_configs", "broker_configs").column("at")[0].as_py()
@@ -168,7 +174,7 @@ def _register(spark: "SparkSession", lake: Lake, read_by_all: int, cutoff: datet
         select
             source_partition,
             coalesce(
-                min(case when source_timestamp >= {_timestamp(cutoff)} or source_timestamp is null
+                min(case when source_timestamp >= {timestamp_literal(cutoff)} or source_timestamp is null
                     then source_offset end),
                 max(source_offset) + 1) as prune_below
         from {_VIEW_PREFIX}records_read
@@ -262,7 +268,7 @@ def _counts_to_fold(spark: "SparkSession", now: datetime) -> pa.Table:
             timestamp_seconds(floor(unix_seconds(r.commit_timestamp) / 60) * 60) as minute_start_at,
             count(*) as count_offset_commits,
             max(b.prune_below) as counted_below_offset,
-            {_timestamp(now)} as pruned_at
+            {timestamp_literal(now)} as pruned_at
         from {p}records as r
         inner join {p}bounds as b on r.source_partition = b.source_partition
         left join counted as c on r.source_partition = c.source_partition
@@ -274,5 +280,6 @@ def _counts_to_fold(spark: "SparkSession", now: datetime) -> pa.Table:
     return frame.toArrow()
 
 
-def _timestamp(moment: datetime) -> str:
+def timestamp_literal(moment: datetime) -> str:
+    """A moment as a Spark SQL timestamp, to the microsecond."""
     return f"timestamp_micros({(moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)})"

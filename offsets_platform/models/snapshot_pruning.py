@@ -1,0 +1,265 @@
+"""Pruning the log offset snapshots: the rows no model can read again leave the lake.
+
+Every admin-API snapshot adds a row per topic partition to `log_offset_snapshots` (ListOffsets
+earliest, latest and max timestamp): a cluster with 100,000 partitions and a snapshot every 15
+minutes adds 9.6 M rows a day. The models that read more than the latest snapshot's rows read them
+as a history per partition, and each needs only part of it:
+
+- consumer_lag brackets the oldest unread offset with the log ends around it. That offset is at or
+  above the partition's log start now, and log starts only grow, so the snapshots before the one
+  preceding the first whose log end passed the log start now bracket no offset it will ever look
+  for (a partition whose log end never passed it needs only its latest snapshot, which precedes the
+  first that will);
+- consumer_status brackets each observation in its window with the log ends around it, and looks
+  for the latest snapshot a partition's last offset had reached after the last observation: the
+  snapshots before the one at or preceding the partition's earliest observation that can still be
+  in a window bracket none. Those observations are every one log_observations keeps, and for the
+  partitions the log holds no commit of, the latest consumer_status_window changes of the offset
+  the snapshots saw (consumer_observations' rule);
+- unconsumed_messages and the prune of offset commit records find the moves of the log start
+  between two snapshots, and read the snapshot after each: every move keeps the snapshot before
+  it, its own and the one after. Taking out a snapshot between two moves would join them into one
+  longer interval, in which a group may have held a lower offset. The rows without a log start are
+  kept too: a move compares two known log starts, and a row without one between them is no move.
+
+So a row of a complete snapshot older than the cutoff leaves when it is older than where
+consumer_lag and consumer_status read its partition from and is neither part of a move nor without
+a log start. Removing rows only from the front of those two reads changes none of their answers, and
+removing rows between kept ones never makes a move: the log starts of the rows removed between two
+kept ones do not rise, so neither do the two's. tests/models/test_snapshot_pruning.py checks that
+every table is the same with and without the prune, incrementally and in full.
+
+The cutoff and the leases are the prune of offset commit records' (offsets_platform.models.pruning):
+the horizon before now, and never after the latest complete snapshot; only rows every model that
+reads the table has read. Two things change an answer after a prune, as they would change it with
+every row there: a topic deleted and created again under the same name (its log start falls), and
+a consumer_status_window raised past the one the last refresh used.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Callable
+
+from offsets_platform.lake import Lake
+from offsets_platform.models.project import ModelProject, default_project
+from offsets_platform.models.pruning import (
+    DEFAULT_HORIZON,
+    holding_every_lease,
+    latest_complete_snapshot,
+    timestamp_literal,
+    version_read_by_every_model,
+)
+from offsets_platform.models.runner import default_variables
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PRUNED_TABLE = "log_offset_snapshots"
+_VIEW_PREFIX = "snapshot_prune__"  # the runner caches views by name in a session: these must not clash
+
+
+@dataclass(frozen=True)
+class SnapshotPruneResult:
+    """What a prune of the log offset snapshots did (or, `dry_run`, would do)."""
+    cutoff: datetime | None  # rows of the complete snapshots before it were candidates; None: none was
+    rows_before: int  # in log_offset_snapshots
+    removed: int  # rows removed (would be, in a dry run)
+    kept: dict[str, int] = field(default_factory=dict)  # candidates kept, by reason
+    files_vacuumed: int = 0
+    seconds: float = 0.0
+    dry_run: bool = False
+    nothing_because: str = ""  # why no row was a candidate
+
+
+def prune_log_offset_snapshots(spark: "SparkSession", lake: Lake, horizon: timedelta = DEFAULT_HORIZON,
+                               now: datetime | None = None, dry_run: bool = False, lease_wait_s: float = 30.0,
+                               project: ModelProject | None = None,
+                               emit: Callable[[str], None] = print) -> SnapshotPruneResult:
+    """Remove the log offset snapshot rows older than `horizon` that no model can read again
+    (module doc)."""
+    project = project or default_project()
+    started = time.monotonic()
+    with holding_every_lease(lake, project, "prune of log offset snapshots", lease_wait_s, emit):
+        result = _prune(spark, lake, project, horizon, now or datetime.now(timezone.utc), dry_run, emit)
+    return replace(result, seconds=time.monotonic() - started)
+
+
+def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: timedelta, now: datetime,
+           dry_run: bool, emit: Callable[[str], None]) -> SnapshotPruneResult:
+    rows_before = lake.count(PRUNED_TABLE) if lake.exists(PRUNED_TABLE) else 0
+    read_by_all, why_not = version_read_by_every_model(lake, project, PRUNED_TABLE)
+    if read_by_all is None:
+        return SnapshotPruneResult(cutoff=None, rows_before=rows_before, removed=0, dry_run=dry_run,
+                                   nothing_because=why_not)
+    cutoff = min(now - horizon, latest_complete_snapshot(lake) or now - horizon)
+    emit(f"pruning log offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC that "
+         f"every model has read (table version {read_by_all}) and none can read again")
+    _register(spark, lake, read_by_all, _window_size(lake))
+    verdicts = _verdicts(spark, cutoff)
+    kept = {row["kept_because"]: row["rows"] for row in verdicts.where("is_candidate")
+            .groupBy("kept_because").count().withColumnRenamed("count", "rows").collect()}
+    removable = kept.pop(None, 0)
+    if dry_run:
+        return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removable, kept=kept,
+                                   dry_run=True)
+    removed = 0
+    if removable:
+        doomed = verdicts.where("is_candidate and kept_because is null").select("snapshot_id", "topic", "partition")
+        removed = lake.spark_delete_pruned(PRUNED_TABLE, doomed)
+    emit(f"removed {removed:,} of {rows_before:,} log offset snapshot rows; kept of those older " +
+         (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
+    return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept,
+                               files_vacuumed=lake.vacuum(PRUNED_TABLE))
+
+
+def _window_size(lake: Lake) -> int:
+    """The consumer_status_window the last refresh used: the deepest rank in its window (the
+    default when the model has not written one)."""
+    default = int(default_variables()["consumer_status_window"])
+    if not lake.exists("consumer_observations"):
+        return default
+    deepest = lake.query("select max(rank_from_latest) as deepest from consumer_observations",
+                         "consumer_observations").column("deepest")[0].as_py()
+    return max(default, deepest or 0)
+
+
+def _register(spark: "SparkSession", lake: Lake, read_by_all: int, window_size: int) -> None:
+    """The views the prune's SQL reads: each table at its latest version, the rows every model has
+    read apart, and per partition where consumer_lag and consumer_status read it from."""
+    p = _VIEW_PREFIX
+    lake.spark_read(spark, PRUNED_TABLE).createOrReplaceTempView(f"{p}rows")
+    lake.spark_read(spark, PRUNED_TABLE, read_by_all).createOrReplaceTempView(f"{p}rows_read")
+    for table in ("broker_configs", "committed_offset_snapshots", "log_observations"):
+        lake.spark_read(spark, table).createOrReplaceTempView(f"{p}{table}")
+    spark.sql(f"""
+        select o.snapshot_id, o.topic, o.`partition`, o.log_start_offset, o.log_end_offset, s.snapshot_at
+        from {p}rows as o
+        inner join {p}broker_configs as s on o.snapshot_id = s.snapshot_id
+    """).createOrReplaceTempView(f"{p}complete_rows")
+    # consumer_lag: from the snapshot before the first whose log end passed the latest known log
+    # start (every snapshot when that is unknown; the latest when none passed it)
+    spark.sql(f"""
+        with log_start_now as (
+            select topic, `partition`, max_by(log_start_offset, snapshot_at) as log_start_offset
+            from {p}complete_rows
+            group by topic, `partition`
+        ),
+
+        first_past as (
+            select /*+ broadcast(n) */
+                o.topic,
+                o.`partition`,
+                min(case when n.log_start_offset is null or o.log_end_offset > n.log_start_offset
+                    then o.snapshot_at end) as first_at
+            from {p}complete_rows as o
+            inner join log_start_now as n on o.topic = n.topic and o.`partition` = n.`partition`
+            group by o.topic, o.`partition`
+        )
+
+        select /*+ broadcast(f) */
+            o.topic,
+            o.`partition`,
+            case
+                when min(f.first_at) is null then max(o.snapshot_at)
+                else coalesce(max(case when o.snapshot_at < f.first_at then o.snapshot_at end), min(f.first_at))
+            end as from_at
+        from {p}complete_rows as o
+        inner join first_past as f on o.topic = f.topic and o.`partition` = f.`partition`
+        group by o.topic, o.`partition`
+    """).createOrReplaceTempView(f"{p}lag_from")
+    # consumer_status: from the snapshot at or before the earliest observation that can be in a
+    # window (the latest when there is none), in milliseconds as consumer_status compares them
+    spark.sql(f"""
+        with log_known as (
+            select distinct group_id, topic, partition_id from {p}log_observations
+        ),
+
+        snapshot_changes as (
+            select o.`group`, o.topic, o.`partition`, s.snapshot_at, o.committed_offset,
+                lag(o.committed_offset) over (partition by o.`group`, o.topic, o.`partition`
+                                              order by s.snapshot_at) as previous_value
+            from {p}committed_offset_snapshots as o
+            inner join {p}broker_configs as s on o.snapshot_id = s.snapshot_id
+            left anti join log_known as l
+                on o.`group` = l.group_id and o.topic = l.topic and o.`partition` = l.partition_id
+        ),
+
+        snapshot_observations as (
+            select topic, `partition`, unix_millis(snapshot_at) as at_ms
+            from (
+                select *, row_number() over (partition by `group`, topic, `partition`
+                                             order by snapshot_at desc) as from_last
+                from snapshot_changes
+                where previous_value is null or previous_value <> committed_offset
+            )
+            where from_last <= {window_size}
+        ),
+
+        earliest as (
+            select topic, `partition`, min(at_ms) as at_ms
+            from (
+                select topic, partition_id as `partition`, observed_at_ms as at_ms
+                from {p}log_observations
+                where observed_at_ms is not null
+                union all
+                select * from snapshot_observations
+            )
+            group by topic, `partition`
+        )
+
+        select /*+ broadcast(e) */
+            o.topic,
+            o.`partition`,
+            case
+                when min(e.at_ms) is null then max(o.snapshot_at)
+                else coalesce(max(case when unix_millis(o.snapshot_at) <= e.at_ms then o.snapshot_at end),
+                              min(o.snapshot_at))
+            end as from_at
+        from {p}complete_rows as o
+        left join earliest as e on o.topic = e.topic and o.`partition` = e.`partition`
+        group by o.topic, o.`partition`
+    """).createOrReplaceTempView(f"{p}status_from")
+
+
+def _verdicts(spark: "SparkSession", cutoff: datetime) -> "DataFrame":
+    """Every row of a complete snapshot, whether it is a candidate (read by every model, older than
+    the cutoff) and why it is kept (null: no model can read it again)."""
+    p = _VIEW_PREFIX
+    return spark.sql(f"""
+        with moves as (
+            select
+                *,
+                coalesce(log_start_offset > lag(log_start_offset) over w, false) as is_move
+            from {p}complete_rows
+            window w as (partition by topic, `partition` order by snapshot_at)
+        ),
+
+        near_moves as (
+            select
+                *,
+                is_move or coalesce(lead(is_move) over w, false) or coalesce(lag(is_move) over w, false)
+                    as is_near_move
+            from moves
+            window w as (partition by topic, `partition` order by snapshot_at)
+        )
+
+        select /*+ broadcast(l, s) */
+            r.snapshot_id,
+            r.topic,
+            r.`partition`,
+            r.snapshot_at < {timestamp_literal(cutoff)} and d.snapshot_id is not null as is_candidate,
+            case
+                when r.is_near_move then 'log start moved'
+                when r.log_start_offset is null then 'log start unknown'
+                when r.snapshot_at >= l.from_at then 'consumer_lag'
+                when r.snapshot_at >= s.from_at then 'consumer_status'
+            end as kept_because
+        from near_moves as r
+        left join {p}lag_from as l on r.topic = l.topic and r.`partition` = l.`partition`
+        left join {p}status_from as s on r.topic = s.topic and r.`partition` = s.`partition`
+        left join {p}rows_read as d
+            on r.snapshot_id = d.snapshot_id and r.topic = d.topic and r.`partition` = d.`partition`
+    """)
