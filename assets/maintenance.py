@@ -1,8 +1,9 @@
-"""The `prune` job: the offset commit records no model needs any more leave the lake.
+"""The `prune` job: the offset commit records and log offset snapshot rows no model needs any more
+leave the lake.
 
-`offsets-platform prune` as a Dagster job (offsets_platform.models.pruning says what is removed,
-what is kept and why every model answers the same afterwards); `prune_schedule` runs it daily
-(assets/automation.py).
+`offsets-platform prune` as a Dagster job (offsets_platform.models.pruning and
+offsets_platform.models.snapshot_pruning say what is removed, what is kept and why every model
+answers the same afterwards); `prune_schedule` runs it daily (assets/automation.py).
 """
 
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
@@ -13,42 +14,56 @@ from pydantic import Field
 
 from assets.resources import LakeResource, SparkResource
 from offsets_platform.models.pruning import prune_offset_commits
+from offsets_platform.models.snapshot_pruning import prune_log_offset_snapshots
 from offsets_platform.settings import duration_hours
 
 PRUNE_JOB = "prune"
 
 
 class PruneConfig(Config):
-    horizon: str = Field(default="7d", description="raw records stay at least this long (7d, 36h, ...); "
-                                                   "nothing after the latest complete snapshot is pruned")
+    horizon: str = Field(default="7d", description="raw records and snapshot rows stay at least this long (7d, "
+                                                   "36h, ...); nothing after the latest complete snapshot is pruned")
     dry_run: bool = Field(default=False, description="only count what would be removed")
 
 
-@op(description="Remove the offset commit records older than the horizon that no model needs (counted first).")
-def prune_offset_commit_records(context: OpExecutionContext, config: PruneConfig, spark: SparkResource,
-                                lake: LakeResource) -> Output:
+def _horizon(config: PruneConfig) -> timedelta:
     try:
-        horizon = timedelta(hours=duration_hours(config.horizon))
+        return timedelta(hours=duration_hours(config.horizon))
     except ValueError as error:
         raise Failure(description=f"horizon: {error}", allow_retries=False) from error
-    result = prune_offset_commits(spark.session(), lake.lake(), horizon=horizon, dry_run=config.dry_run,
-                                  emit=context.log.info)
-    if result.cutoff is None:
-        context.log.info(f"nothing to prune: {result.nothing_because}")
+
+
+@op(description="Remove the offset commit records (counted first) and the log offset snapshot rows older than "
+                "the horizon that no model needs.")
+def prune_lake(context: OpExecutionContext, config: PruneConfig, spark: SparkResource, lake: LakeResource) -> Output:
+    horizon = _horizon(config)
+    # one after the other: each holds the leases of ingest and every model while it decides and deletes
+    records = prune_offset_commits(spark.session(), lake.lake(), horizon=horizon, dry_run=config.dry_run,
+                                   emit=context.log.info)
+    if records.cutoff is None:
+        context.log.info(f"offset commit records: nothing to prune: {records.nothing_because}")
+    snapshots = prune_log_offset_snapshots(spark.session(), lake.lake(), horizon=horizon, dry_run=config.dry_run,
+                                           emit=context.log.info)
+    if snapshots.cutoff is None:
+        context.log.info(f"log offset snapshots: nothing to prune: {snapshots.nothing_because}")
     return Output(None, metadata={
-        "records_before": result.records_before,
-        "records_removed": result.removed,
-        "dry_run": result.dry_run,
-        "cutoff": result.cutoff.isoformat() if result.cutoff else "",
-        **{f"kept: {reason}": count for reason, count in sorted(result.kept.items())},
-        "commits_counted": result.commits_counted,
-        "files_vacuumed": result.files_vacuumed,
-        "seconds": round(result.seconds, 1),
+        "dry_run": config.dry_run,
+        "records_before": records.records_before,
+        "records_removed": records.removed,
+        "cutoff": records.cutoff.isoformat() if records.cutoff else "",
+        **{f"records kept: {reason}": count for reason, count in sorted(records.kept.items())},
+        "commits_counted": records.commits_counted,
+        "snapshot_rows_before": snapshots.rows_before,
+        "snapshot_rows_removed": snapshots.removed,
+        "snapshot_cutoff": snapshots.cutoff.isoformat() if snapshots.cutoff else "",
+        **{f"snapshot rows kept: {reason}": count for reason, count in sorted(snapshots.kept.items())},
+        "files_vacuumed": records.files_vacuumed + snapshots.files_vacuumed,
+        "seconds": round(records.seconds + snapshots.seconds, 1),
     })
 
 
 @job(name=PRUNE_JOB, executor_def=in_process_executor,
-     description="Remove the offset commit records no model needs any more: the lake stays bounded under a "
-                 "constant commit rate, and every model answers as before.")
+     description="Remove the offset commit records and log offset snapshot rows no model needs any more: the "
+                 "lake stays bounded, and every model answers as before.")
 def prune_job():
-    prune_offset_commit_records()
+    prune_lake()

@@ -136,7 +136,7 @@ class LakeResource(ConfigurableResource):
 
 # The steps that always use Spark: the models' and the prune's (a source table's check uses it only
 # for a table too large to validate in the run's process).
-SPARK_STEPS = frozenset({"models", "prune_offset_commit_records"})
+SPARK_STEPS = frozenset({"models", "prune_lake"})
 
 
 class SparkResource(ConfigurableResource):

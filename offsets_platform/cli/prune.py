@@ -1,7 +1,8 @@
-"""`offsets-platform prune`: remove the offset commit records no model needs any more.
+"""`offsets-platform prune`: remove the offset commit records and the log offset snapshot rows no
+model needs any more.
 
 What is removed and what is kept, and why the models answer the same afterwards, is in
-offsets_platform.models.pruning.
+offsets_platform.models.pruning and offsets_platform.models.snapshot_pruning.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from offsets_platform.settings import Settings, duration_hours
 
 def add_prune_command(commands) -> None:
     prune = commands.add_parser(
-        "prune", help="remove the offset commit records older than the horizon that no model needs any more "
-                      "(counted first; every model answers the same)")
+        "prune", help="remove the offset commit records and log offset snapshot rows older than the horizon that "
+                      "no model needs any more (records counted first; every model answers the same)")
     prune.add_argument("--home", help="folder holding the lake")
     prune.add_argument("--horizon", default="7d", type=_horizon,
-                       help="raw records stay at least this long, e.g. 7d, 36h (default 7d); never pruned: "
-                            "anything after the latest complete snapshot")
+                       help="raw records and snapshot rows stay at least this long, e.g. 7d, 36h (default 7d); "
+                            "never pruned: anything after the latest complete snapshot")
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed, change nothing")
     prune.add_argument("--wait", type=float, default=DEFAULT_LEASE_WAIT_S, metavar="SECONDS",
                        help=f"how long to wait for an ingest or refresh of the lake to end (default "
@@ -39,18 +40,36 @@ def _horizon(text: str) -> timedelta:
 def _prune(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.lake.spark import get_spark
     from offsets_platform.models.pruning import prune_offset_commits
+    from offsets_platform.models.snapshot_pruning import prune_log_offset_snapshots
 
     lake = lake_of(args, settings, must_exist=True)
     spark = get_spark(master=settings.spark_master, remote=settings.spark_remote)
-    result = prune_offset_commits(spark, lake, horizon=args.horizon, dry_run=args.dry_run, lease_wait_s=args.wait)
-    if result.cutoff is None:
-        print(f"nothing to prune: {result.nothing_because}")
-        return 0
-    kept = ", ".join(f"{count:,} {reason}" for reason, count in sorted(result.kept.items())) or "none"
-    verb = "would remove" if result.dry_run else "removed"
-    print(f"{verb} {result.removed:,} of {result.records_before:,} offset commit records appended before "
-          f"{result.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: {kept}")
-    if not result.dry_run:
-        print(f"counted {result.commits_counted:,} commit records per minute first; VACUUM removed "
-              f"{result.files_vacuumed:,} files no version within the table's retention uses; {result.seconds:.1f} s")
+    records = prune_offset_commits(spark, lake, horizon=args.horizon, dry_run=args.dry_run, lease_wait_s=args.wait)
+    if records.cutoff is None:
+        print(f"offset commit records: nothing to prune: {records.nothing_because}")
+    else:
+        print(f"{_verb(records.dry_run)} {records.removed:,} of {records.records_before:,} offset commit records "
+              f"appended before {records.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: {_kept(records.kept)}")
+        if not records.dry_run:
+            print(f"counted {records.commits_counted:,} commit records per minute first; VACUUM removed "
+                  f"{records.files_vacuumed:,} files no version within the table's retention uses; "
+                  f"{records.seconds:.1f} s")
+    snapshots = prune_log_offset_snapshots(spark, lake, horizon=args.horizon, dry_run=args.dry_run,
+                                           lease_wait_s=args.wait)
+    if snapshots.cutoff is None:
+        print(f"log offset snapshots: nothing to prune: {snapshots.nothing_because}")
+    else:
+        print(f"{_verb(snapshots.dry_run)} {snapshots.removed:,} of {snapshots.rows_before:,} log offset snapshot "
+              f"rows of snapshots before {snapshots.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: "
+              f"{_kept(snapshots.kept)}")
+        if not snapshots.dry_run:
+            print(f"VACUUM removed {snapshots.files_vacuumed:,} files; {snapshots.seconds:.1f} s")
     return 0
+
+
+def _verb(dry_run: bool) -> str:
+    return "would remove" if dry_run else "removed"
+
+
+def _kept(kept: dict[str, int]) -> str:
+    return ", ".join(f"{count:,} {reason}" for reason, count in sorted(kept.items())) or "none"
