@@ -31,9 +31,9 @@ every table is the same with and without the prune, incrementally and in full.
 
 The cutoff and the leases are the prune of offset commit records' (offsets_platform.models.pruning):
 the horizon before now, and never after the latest complete snapshot; only rows every model that
-reads the table has read. Two things change an answer after a prune, as they would change it with
-every row there: a topic deleted and created again under the same name (its log start falls), and
-a consumer_status_window raised past the one the last refresh used.
+reads the table has read. Two things make an answer after a prune differ from the one every row
+would give: a topic deleted and created again under the same name (its log start falls), and a
+consumer_status_window raised past the one the last refresh used.
 """
 
 from __future__ import annotations
