@@ -2,9 +2,10 @@
 prune removed, refreshed incrementally after it and in full (offsets_platform.models.snapshot_pruning).
 
 The history, one snapshot an hour from hour 1: every partition of t's log end grows 100 messages
-an hour, and retention moves its log start from 0 to 450 at hour 6 (and but for t-4's, to 750 at
-hour 10, after the prune). With a log start of 450, the snapshots before hour 4 (the one before the first whose
-log end, 500, passed 450) bracket no unread message; what else keeps them is one case each:
+an hour, and but for t-3's, retention moves its log start from 0 to 450 at hour 6 (and on t-0,
+t-1, t-2 and t-5, to 750 at hour 10, after the prune). With a log start of 450, the snapshots
+before hour 4 (the one before the first whose log end, 500, passed 450) bracket no unread message;
+what else keeps them is one case each:
 - t-0: `reader` commits every 10 minutes, 30 messages behind, and loses messages when its log start
   moves earlier, to 150 at hour 2: the snapshots around that move stay;
 - t-1: `stopped` committed 40 at half past midnight and never again: its window goes back before
