@@ -101,10 +101,7 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     if read_by_all is None:
         return PruneResult(cutoff=None, records_before=records_before, removed=0, dry_run=dry_run,
                            nothing_because=why_not)
-    cutoff = now - horizon
-    latest_snapshot = latest_complete_snapshot(lake)
-    if latest_snapshot is not None and latest_snapshot < cutoff:
-        cutoff = latest_snapshot
+    cutoff = prune_cutoff(lake, now, horizon)
     emit(f"pruning offset commit records appended before {cutoff:%Y-%m-%d %H:%M:%S} UTC that every model has "
          f"read (table version {read_by_all}) and none needs")
 
@@ -152,6 +149,13 @@ def version_read_by_every_model(lake: Lake, project: ModelProject, table: str) -
     if never:
         return None, f"{', '.join(never)} never read {table}: refresh first"
     return min(versions[name] for name in readers), ""
+
+
+def prune_cutoff(lake: Lake, now: datetime, horizon: timedelta) -> datetime:
+    """Rows before it may be pruned: the horizon before now, and never after the latest complete
+    snapshot, whose interval to the next one may still show a move of a log start."""
+    latest_snapshot = latest_complete_snapshot(lake)
+    return min(now - horizon, latest_snapshot) if latest_snapshot is not None else now - horizon
 
 
 def latest_complete_snapshot(lake: Lake) -> datetime | None:

@@ -48,7 +48,7 @@ from offsets_platform.models.project import ModelProject, default_project
 from offsets_platform.models.pruning import (
     DEFAULT_HORIZON,
     holding_every_lease,
-    latest_complete_snapshot,
+    prune_cutoff,
     timestamp_literal,
     version_read_by_every_model,
 )
@@ -94,7 +94,7 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     if read_by_all is None:
         return SnapshotPruneResult(cutoff=None, rows_before=rows_before, removed=0, dry_run=dry_run,
                                    nothing_because=why_not)
-    cutoff = min(now - horizon, latest_complete_snapshot(lake) or now - horizon)
+    cutoff = prune_cutoff(lake, now, horizon)
     emit(f"pruning log offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC that "
          f"every model has read (table version {read_by_all}) and none can read again")
     _register(spark, lake, read_by_all, _window_size(lake))
