@@ -44,21 +44,23 @@ log_offsets as (
     from {{ ref('stg_snapshots__log_offsets') }}
 ),
 
-log_now as (
-    select
-        o.topic,
-        o.partition_id,
-        o.log_start_offset,
-        o.log_end_offset,
-        s.snapshot_at
-    from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id and s.is_latest
-),
-
 log_offsets_at as (
     select
         o.*,
-        s.snapshot_at
+        s.snapshot_at,
+        s.is_latest
     from log_offsets as o inner join snapshots as s on o.snapshot_id = s.snapshot_id
+),
+
+log_now as (
+    select
+        topic,
+        partition_id,
+        log_start_offset,
+        log_end_offset,
+        snapshot_at
+    from log_offsets_at
+    where is_latest
 ),
 
 first_past_log_start as (
