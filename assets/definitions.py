@@ -21,17 +21,18 @@ from offsets_platform.models import default_project
 
 project = default_project()
 
-# `offsets-platform prune` and the prune job write the counts of the commit records they remove,
-# which a full refresh of offset_commit_counts reads (offsets_platform.models.pruning); a refresh
-# observes its row count.
-pruned_counts_spec = table_asset_spec("pruned_offset_commit_counts", "bronze", set())
+# `offsets-platform prune` and the prune job write the counts of the commit records they remove
+# (offsets_platform.models.pruning) and the losses of unconsumed_messages they settle
+# (offsets_platform.models.snapshot_pruning), which full refreshes read; a refresh observes their row counts.
+prune_written_specs = [table_asset_spec(name, "bronze", set())
+                       for name in ("pruned_offset_commit_counts", "settled_unconsumed_messages")]
 
 # One job refreshes everything; the in-process executor lets one SparkSession serve a run.
 refresh_job = define_asset_job(
     "refresh",
     # Every asset, and the observation of the row counts of the tables other jobs write (defined below).
-    selection=AssetSelection.all() | AssetSelection.assets(*(spec.key for spec in cleanup_record_tables),
-                                                           pruned_counts_spec.key),
+    selection=AssetSelection.all() | AssetSelection.assets(
+        *(spec.key for spec in [*cleanup_record_tables, *prune_written_specs])),
     executor_def=in_process_executor,
     description="Ingest __consumer_offsets, snapshot the cluster, and refresh every table.",
 )
@@ -50,28 +51,30 @@ ingest_job = define_asset_job(
 cleanup_plans = cleanup_plan.map_asset_specs(lambda spec: spec.merge_attributes(metadata={
     "dagster/column_schema": table_asset_spec("cleanup_plans", "cleanup", set()).metadata["dagster/column_schema"]}))
 
-# The approve and apply jobs write cleanup_approvals and cleanup_audit; observing them (in every
-# refresh) puts their row counts in the UI next to every other table's.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", category=BetaWarning)
 
-    @multi_observable_source_asset(specs=cleanup_record_tables, required_resource_keys={"lake"},
-                                   description="Row counts of the tables the approve and apply jobs write.")
-    def cleanup_records(context: AssetExecutionContext):
-        the_lake = context.resources.lake.lake()
-        for spec in cleanup_record_tables:
-            name = spec.key.to_user_string()
-            yield ObserveResult(asset_key=spec.key, metadata=table_metadata(the_lake, name))
+def row_count_observer(name: str, specs: list, description: str):
+    """An observable source asset whose observation (in every refresh) puts the row counts of
+    tables another job writes in the UI next to every other table's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=BetaWarning)
+
+        @multi_observable_source_asset(name=name, specs=specs, required_resource_keys={"lake"},
+                                       description=description)
+        def observe(context: AssetExecutionContext):
+            the_lake = context.resources.lake.lake()
+            for spec in specs:
+                yield ObserveResult(asset_key=spec.key, metadata=table_metadata(the_lake, spec.key.to_user_string()))
+
+    return observe
 
 
-    @multi_observable_source_asset(specs=[pruned_counts_spec], required_resource_keys={"lake"},
-                                   description="Row count of the table `offsets-platform prune` writes.")
-    def pruned_counts(context: AssetExecutionContext):
-        yield ObserveResult(asset_key=pruned_counts_spec.key,
-                            metadata=table_metadata(context.resources.lake.lake(), "pruned_offset_commit_counts"))
+cleanup_records = row_count_observer("cleanup_records", cleanup_record_tables,
+                                     "Row counts of the tables the approve and apply jobs write.")
+prune_records = row_count_observer("prune_records", prune_written_specs,
+                                   "Row counts of the tables `offsets-platform prune` writes.")
 
 assets = [offsets_topic_bronze, cluster_snapshot, model_assets(project), cleanup_plans, cleanup_records,
-          pruned_counts, cluster_report]
+          prune_records, cluster_report]
 
 # Schedules (refresh, daily cleanup plan, daily prune) and the bronze freshness checks with their sensor;
 # their settings are read here, when the definitions load (see assets/automation.py).

@@ -56,6 +56,7 @@ def prune_lake(context: OpExecutionContext, config: PruneConfig, spark: SparkRes
         "snapshot_rows_before": snapshots.rows_before,
         "snapshot_rows_removed": snapshots.removed,
         "snapshot_cutoff": snapshots.cutoff.isoformat() if snapshots.cutoff else "",
+        "losses_settled": snapshots.losses_settled,
         **{f"snapshot rows kept: {reason}": count for reason, count in sorted(snapshots.kept.items())},
         "files_vacuumed": records.files_vacuumed + snapshots.files_vacuumed,
         "seconds": round(records.seconds + snapshots.seconds, 1),

@@ -48,7 +48,14 @@
 -- A loss judged before that the moves judged again no longer give is withdrawn (is_withdrawn
 -- deletes its row): a snapshot completed late may show that the log start moved earlier.
 -- The committed offsets, members and configs of a snapshot are read only for the moves judged
--- again; a full run still reads every snapshot, so snapshot rows cannot be pruned yet.
+-- again.
+--
+-- A prune of the log offset snapshots (offsets_platform.models.snapshot_pruning) removes the
+-- snapshots before the cutoff that no model reads again, the snapshot before a move included, and
+-- settles the losses of those moves first: it copies them to settled_unconsumed_messages. No
+-- snapshot shows such a move any more, so a run never judges it again: a full run takes its
+-- losses as settled (only their commit chains, when not complete, are checked again), and an
+-- incremental one never withdraws them.
 -- the columns of the table but is_commit_chain_complete, carried through the chain check
 {% set loss_columns = [
     'topic', 'partition_id', 'group_id', 'watched_by', 'observed_at', 'previous_snapshot_at',
@@ -63,6 +70,10 @@ with snapshots as (
         snapshot_id,
         snapshot_at
     from {{ ref('stg_snapshots__complete_snapshots') }}
+),
+
+settled as (
+    select * from {{ ref('stg_snapshots__settled_unconsumed_messages') }}
 ),
 
 {% if is_incremental() %}
@@ -406,13 +417,21 @@ ingest_batches as (
     kept as (
         -- the losses judged before, each with whether this run judges its move again
         -- (is_judged_again), or its commit chain only (the rest of those not complete)
+        -- (never a settled one: no snapshot shows its move, and judged again it would be withdrawn)
         select
             t.*,
-            coalesce(t.observed_at >= (select snapshot_at from judged_again_from), false)
-            or m.topic is not null as is_judged_again
+            (
+                coalesce(t.observed_at >= (select snapshot_at from judged_again_from), false)
+                or m.topic is not null
+            )
+            and s.topic is null as is_judged_again
         from {{ this }} as t
         left join moves as m
             on t.topic = m.topic and t.partition_id = m.partition_id and t.observed_at = m.snapshot_at
+        left join settled as s
+            on
+                t.topic = s.topic and t.partition_id = s.partition_id and t.group_id = s.group_id
+                and t.observed_at = s.observed_at
     ),
 
     pending_chains as (  -- noqa: ST03
@@ -426,7 +445,8 @@ ingest_batches as (
                 {{ column }},
             {%- endfor %}
             cast(null as bigint) as next_source_offset,
-            true as is_rechecked
+            true as is_rechecked,
+            false as was_chain_complete
         from kept
         where not is_judged_again and not is_commit_chain_complete
     ),
@@ -446,11 +466,25 @@ read_past as (
                 {{ column }},
             {%- endfor %}
             next_source_offset,
-            false as is_rechecked
+            false as is_rechecked,
+            false as was_chain_complete
         from losses
         {% if is_incremental() %}
             union all
             select * from pending_chains
+        {% else %}
+            -- the settled losses: a chain complete once stays complete, the others are checked
+            -- again. A prune that died between settling and removing leaves a settled loss whose
+            -- move is judged here too: both rows describe the same move, and chains keeps one.
+            union all
+            select
+                {%- for column in loss_columns %}
+                    {{ column }},
+                {%- endfor %}
+                cast(null as bigint) as next_source_offset,
+                false as is_rechecked,
+                is_commit_chain_complete as was_chain_complete
+            from settled
         {% endif %}
     ) as l
     left join group_partitions as p on l.group_id = p.group_id
@@ -469,7 +503,7 @@ chains as (
             any_value(r.{{ column }}) as {{ column }},
         {%- endfor %}
         any_value(r.is_rechecked) as is_rechecked,
-        coalesce(
+        bool_or(r.was_chain_complete) or coalesce(
             max(b.next_offset) > any_value(r.read_past_offset)
             and coalesce(
                 max(case when b.count_missing > 0 and b.first_offset <= r.read_past_offset then b.next_offset end)

@@ -61,7 +61,8 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
     else:
         print(f"{_verb(snapshots.dry_run)} {snapshots.removed:,} of {snapshots.rows_before:,} log offset snapshot "
               f"rows of snapshots before {snapshots.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: "
-              f"{_kept(snapshots.kept)}")
+              f"{_kept(snapshots.kept)}; {'would settle' if snapshots.dry_run else 'settled'} "
+              f"{snapshots.losses_settled:,} losses of unconsumed_messages whose snapshot before the move left")
         if not snapshots.dry_run:
             print(f"VACUUM removed {snapshots.files_vacuumed:,} files; {snapshots.seconds:.1f} s")
     return 0

@@ -209,7 +209,8 @@ def _verdicts(spark: "SparkSession") -> "DataFrame":
 
         moves as (
             -- as unconsumed_messages' moves: the log start moved between two complete snapshots;
-            -- the interval runs from the earlier one to the next snapshot's read of the log start
+            -- the interval runs from the earlier one to the next snapshot's read of the log start.
+            -- A move whose earlier snapshot a prune removed is settled: no run reads its commits.
             select topic, partition_id, previous_snapshot_at, coalesce(next_listed_at, listed_at) as interval_end_at
             from (
                 select

@@ -16,24 +16,28 @@ as a history per partition, and each needs only part of it:
   in a window bracket none. Those observations are every one log_observations keeps, and for the
   partitions the log holds no commit of, the latest consumer_status_window changes of the offset
   the snapshots saw (consumer_observations' rule);
-- unconsumed_messages and the prune of offset commit records find the moves of the log start
-  between two snapshots, and read the snapshot after each: every move keeps the snapshot before
-  it, its own and the one after. Taking out a snapshot between two moves would join them into one
-  longer interval, in which a group may have held a lower offset. The rows without a log start are
-  kept too: a move compares two known log starts, and a row without one between them is no move.
+- unconsumed_messages (and the prune of offset commit records) find the moves of the log start
+  between two consecutive snapshots. A move at or after the cutoff may still be judged again, by
+  commits ingest reads later in its interval, so the latest snapshot before the cutoff stays. A move
+  before it is settled: its losses, as unconsumed_messages judged them, are copied to
+  settled_unconsumed_messages before the snapshot before the move leaves, and unconsumed_messages
+  keeps them from there (a full run takes them as they are, an incremental one never judges them
+  again).
 
 So a row of a complete snapshot older than the cutoff leaves when it is older than where
-consumer_lag and consumer_status read its partition from and is neither part of a move nor without
-a log start. Removing rows only from the front of those two reads changes none of their answers, and
-removing rows between kept ones never makes a move: the log starts of the rows removed between two
-kept ones do not rise, so neither do the two's. tests/models/test_snapshot_pruning.py checks that
-every table is the same with and without the prune, incrementally and in full.
+consumer_lag and consumer_status read its partition from and than the partition's latest snapshot
+before the cutoff. Each partition loses only the front of its history: between two rows that stay,
+none leaves, so no two snapshots that were not consecutive become so, and every move the snapshots
+still show is one they showed before. tests/models/test_snapshot_pruning.py checks that every table
+is the same with and without the prune, incrementally and in full.
 
 The cutoff and the leases are the prune of offset commit records' (offsets_platform.models.pruning):
 the horizon before now, and never after the latest complete snapshot; only rows every model that
 reads the table has read. Two things make an answer after a prune differ from the one every row
 would give: a topic deleted and created again under the same name (its log start falls), and a
-consumer_status_window raised past the one the last refresh used.
+consumer_status_window raised past the one the last refresh used. A settled loss keeps the
+judgement it had when it was settled: a later change of the watched_groups variable, or a commit of
+its interval that ingest reads only after the horizon has passed, does not change it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable
 
 from offsets_platform.lake import Lake
+from offsets_platform.lake.tables import TABLES
 from offsets_platform.models.project import ModelProject, default_project
 from offsets_platform.models.pruning import (
     DEFAULT_HORIZON,
@@ -58,6 +63,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 PRUNED_TABLE = "log_offset_snapshots"
+SETTLED_TABLE = "settled_unconsumed_messages"
 _VIEW_PREFIX = "snapshot_prune__"  # the runner caches views by name in a session: these must not clash
 
 
@@ -68,6 +74,7 @@ class SnapshotPruneResult:
     rows_before: int  # in log_offset_snapshots
     removed: int  # rows removed (would be, in a dry run)
     kept: dict[str, int] = field(default_factory=dict)  # candidates kept, by reason
+    losses_settled: int = 0  # unconsumed_messages rows copied to settled_unconsumed_messages (would be)
     files_vacuumed: int = 0
     seconds: float = 0.0
     dry_run: bool = False
@@ -102,17 +109,24 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     kept = {row["kept_because"]: row["rows"] for row in verdicts.where("is_candidate")
             .groupBy("kept_because").count().withColumnRenamed("count", "rows").collect()}
     removable = kept.pop(None, 0)
+    doomed = verdicts.where("is_candidate and kept_because is null")
+    settled = _losses_to_settle(spark, doomed, now).toArrow() if removable else None
+    losses_settled = settled.num_rows if settled is not None else 0
     if dry_run:
         return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removable, kept=kept,
-                                   dry_run=True)
+                                   losses_settled=losses_settled, dry_run=True)
+    # Settled before the rows leave: a prune that dies between the two commits leaves settled
+    # losses whose moves the snapshots still show, which unconsumed_messages takes once.
+    if losses_settled:
+        lake.append(SETTLED_TABLE, settled)
     removed = 0
     if removable:
-        doomed = verdicts.where("is_candidate and kept_because is null").select("snapshot_id", "topic", "partition")
-        removed = lake.spark_delete_pruned(PRUNED_TABLE, doomed)
-    emit(f"removed {removed:,} of {rows_before:,} log offset snapshot rows; kept of those older " +
+        removed = lake.spark_delete_pruned(PRUNED_TABLE, doomed.select("snapshot_id", "topic", "partition"))
+    emit(f"settled {losses_settled:,} losses of unconsumed_messages whose snapshot before the move left; removed "
+         f"{removed:,} of {rows_before:,} log offset snapshot rows; kept of those older " +
          (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
     return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept,
-                               files_vacuumed=lake.vacuum(PRUNED_TABLE))
+                               losses_settled=losses_settled, files_vacuumed=lake.vacuum(PRUNED_TABLE))
 
 
 def _window_size(lake: Lake) -> int:
@@ -132,7 +146,8 @@ def _register(spark: "SparkSession", lake: Lake, read_by_all: int, window_size: 
     p = _VIEW_PREFIX
     lake.spark_read(spark, PRUNED_TABLE).createOrReplaceTempView(f"{p}rows")
     lake.spark_read(spark, PRUNED_TABLE, read_by_all).createOrReplaceTempView(f"{p}rows_read")
-    for table in ("broker_configs", "committed_offset_snapshots", "log_observations"):
+    for table in ("broker_configs", "committed_offset_snapshots", "log_observations", "unconsumed_messages",
+                  SETTLED_TABLE):
         lake.spark_read(spark, table).createOrReplaceTempView(f"{p}{table}")
     spark.sql(f"""
         select o.snapshot_id, o.topic, o.`partition`, o.log_start_offset, o.log_end_offset, s.snapshot_at
@@ -229,37 +244,46 @@ def _verdicts(spark: "SparkSession", cutoff: datetime) -> "DataFrame":
     the cutoff) and why it is kept (null: no model can read it again)."""
     p = _VIEW_PREFIX
     return spark.sql(f"""
-        with moves as (
+        with rows as (
             select
                 *,
-                coalesce(log_start_offset > lag(log_start_offset) over w, false) as is_move
+                max(case when snapshot_at < {timestamp_literal(cutoff)} then snapshot_at end)
+                    over (partition by topic, `partition`) as latest_before_cutoff_at
             from {p}complete_rows
-            window w as (partition by topic, `partition` order by snapshot_at)
-        ),
-
-        near_moves as (
-            select
-                *,
-                is_move or coalesce(lead(is_move) over w, false) or coalesce(lag(is_move) over w, false)
-                    as is_near_move
-            from moves
-            window w as (partition by topic, `partition` order by snapshot_at)
         )
 
         select /*+ broadcast(l, s) */
             r.snapshot_id,
             r.topic,
             r.`partition`,
+            r.snapshot_at,
             r.snapshot_at < {timestamp_literal(cutoff)} and d.snapshot_id is not null as is_candidate,
             case
-                when r.is_near_move then 'log start moved'
-                when r.log_start_offset is null then 'log start unknown'
                 when r.snapshot_at >= l.from_at then 'consumer_lag'
                 when r.snapshot_at >= s.from_at then 'consumer_status'
+                when r.snapshot_at >= r.latest_before_cutoff_at then 'the latest before the cutoff'
             end as kept_because
-        from near_moves as r
+        from rows as r
         left join {p}lag_from as l on r.topic = l.topic and r.`partition` = l.`partition`
         left join {p}status_from as s on r.topic = s.topic and r.`partition` = s.`partition`
         left join {p}rows_read as d
             on r.snapshot_id = d.snapshot_id and r.topic = d.topic and r.`partition` = d.`partition`
+    """)
+
+
+def _losses_to_settle(spark: "SparkSession", doomed: "DataFrame", now: datetime) -> "DataFrame":
+    """The rows of unconsumed_messages whose snapshot before the move leaves (and with it the move),
+    but those a prune that died before its delete settled already."""
+    p = _VIEW_PREFIX
+    doomed.select("topic", "partition", "snapshot_at").createOrReplaceTempView(f"{p}doomed")
+    columns = ", ".join(f"u.{name}" for name in TABLES[SETTLED_TABLE].schema.names if name != "settled_at")
+    return spark.sql(f"""
+        select {columns}, {timestamp_literal(now)} as settled_at
+        from {p}unconsumed_messages as u
+        left semi join {p}doomed as d
+            on u.topic = d.topic and u.partition_id = d.`partition` and u.previous_snapshot_at = d.snapshot_at
+        left anti join {p}{SETTLED_TABLE} as s
+            on
+                u.topic = s.topic and u.partition_id = s.partition_id and u.group_id = s.group_id
+                and u.observed_at = s.observed_at
     """)

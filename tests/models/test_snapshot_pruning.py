@@ -1,24 +1,36 @@
 """Pruning the log offset snapshots: every model answers the same with and without the rows the
 prune removed, refreshed incrementally after it and in full (offsets_platform.models.snapshot_pruning).
 
-The history, one snapshot an hour from hour 1: every partition of t's log end grows 100 messages
-an hour, and but for t-3's, retention moves its log start from 0 to 450 at hour 6 (and on t-0,
-t-1, t-2 and t-5, to 750 at hour 10, after the prune). With a log start of 450, the snapshots
-before hour 4 (the one before the first whose log end, 500, passed 450) bracket no unread message;
-what else keeps them is one case each:
+The history, one snapshot an hour from hour 1, pruned as of hour 8: every partition's log end
+grows 100 messages an hour, and but for those of t-3 and t-6, retention moves the log start of
+each partition of t from 0 to 450 at hour 6 (and on t-0, t-1, t-2 and t-5, to 750 at hour 10,
+after the prune). With a log start of 450, the snapshots before hour 4 (the one before the first
+whose log end, 500, passed 450) bracket no unread message; what else keeps them, or settles a loss
+of a move they showed, is one case each:
 - t-0: `reader` commits every 10 minutes, 30 messages behind, and loses messages when its log start
-  moves earlier, to 150 at hour 2: the snapshots around that move stay;
+  moves earlier, to 150 at hour 2: the snapshots before hour 4 leave, and that loss is settled,
+  its commit chain complete. It stays complete: ingest reads reader's partition of the log (its
+  own, 1) to hour 10 with a gap after the prune (a record compacted away), which a check of the
+  chain from the settled row alone, without the group's next commit, would count;
 - t-1: `stopped` committed 40 at half past midnight and never again: its window goes back before
   every snapshot;
 - t-2: `watcher` commits nothing the log shows (its offsets are the snapshots'): 10, then 20 from
   hour 3 and 30 from hour 9;
 - t-3: `stuck` commits 100 every 10 minutes; its log start moves to 100 at hour 2, is not known at
-  hour 4, is 300 from hour 5 and 650 from hour 8: the snapshot at hour 5 leaves, and the one at
-  hour 4 stays, or the snapshots at 3 and 6 would show a move in which `stuck` lost messages;
+  hour 4, is 300 from hour 5 and 650 from hour 8: the snapshots before hour 6 leave (the one
+  before the first whose log end passed 650);
 - t-4: `laggard` commits 100 every 10 minutes, below the log start: its snapshots before hour 4
   leave, and the one at hour 4 brackets its oldest unread message, 450;
 - t-5: `slowpoke` committed at half past one and half past five: its window needs the snapshot at
-  hour 1, before its first commit.
+  hour 1, before its first commit;
+- t-6: retention deletes its whole log at hour 8 (log start 800), and no group held an offset
+  there before: only the snapshot at hour 7 stays, the latest before the cutoff, because
+  `latecomer` commits 500 at hour 8, after the prune, and so lost messages in that move;
+- u-0: `auditor`, the group watched_groups lists for topic u, holds no offset, so it loses every
+  move: retention deletes the whole log at hour 7 (log start 700) and at hour 8. The snapshots
+  before hour 7 leave, and the loss at hour 7 is settled. After the prune, a snapshot of u alone
+  at half past seven completes late: unconsumed_messages judges the moves from hour 7 on again,
+  and must keep the settled loss, whose move it no longer sees.
 """
 
 from __future__ import annotations
@@ -26,13 +38,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from offsets_platform.models import ModelRunner, lake_for_models
-from offsets_platform.models.snapshot_pruning import PRUNED_TABLE, prune_log_offset_snapshots
+from offsets_platform.models.snapshot_pruning import PRUNED_TABLE, SETTLED_TABLE, prune_log_offset_snapshots
 from proving_ground.lake_checks import model_differences
 from tests.models.bronze_builder import BronzeBuilder, at
 
-AS_OF = {"as_of": "2026-01-05 00:00:00"}
-EVERY_REASON = {"log start moved", "log start unknown", "consumer_lag", "consumer_status"}
-PARTITIONS = range(6)
+VARIABLES = {"as_of": "2026-01-05 00:00:00", "watched_groups": {"u": ["auditor"]}}
+EVERY_REASON = {"consumer_lag", "consumer_status", "the latest before the cutoff"}
+PARTITIONS = range(7)
 # t-3's log start by hour: a move at hour 2, unknown at hour 4, a move at hour 8
 T3_LOG_STARTS = {1: 0, 2: 100, 3: 100, 4: None, 5: 300, 6: 300, 7: 300, 8: 650}
 
@@ -42,7 +54,20 @@ def _log_start(hour: int, partition: int) -> int | None:
         return T3_LOG_STARTS[min(hour, 8)]
     if partition == 0 and 2 <= hour < 6:
         return 150
+    if partition == 6:
+        return 800 if hour >= 8 else 0
     return 750 if hour >= 10 and partition != 4 else 450 if hour >= 6 else 0
+
+
+def _u_log(hour: float) -> dict:
+    """u-0's log at `hour`: emptied by retention at hours 7 and 8."""
+    log_start = 800 if hour >= 8 else 700 if hour >= 7 else 0
+    return {"topic": "u", "partition": 0, "log_start_offset": log_start,
+            "log_end_offset": max(int(100 * hour), log_start)}
+
+
+def _u_config() -> dict:
+    return {"topic": "u", "retention_ms": 3_600_000, "retention_bytes": -1, "cleanup_policy": "delete"}
 
 
 def _snapshot(b: BronzeBuilder, hour: int, held: dict[tuple[str, int], int]) -> None:
@@ -54,8 +79,9 @@ def _snapshot(b: BronzeBuilder, hour: int, held: dict[tuple[str, int], int]) -> 
                offsets=[{"group": g, "topic": "t", "partition": p, "committed_offset": offset}
                         for (g, p), offset in sorted(held.items())],
                logs=[{"topic": "t", "partition": p, "log_start_offset": _log_start(hour, p),
-                      "log_end_offset": 100 * hour} for p in PARTITIONS],
-               topics=[{"topic": "t", "retention_ms": 3_600_000, "retention_bytes": -1, "cleanup_policy": "delete"}])
+                      "log_end_offset": 100 * hour} for p in PARTITIONS] + [_u_log(hour)],
+               topics=[{"topic": "t", "retention_ms": 3_600_000, "retention_bytes": -1, "cleanup_policy": "delete"},
+                       _u_config()])
 
 
 def _commits(minutes: int) -> dict[tuple[str, int], int]:
@@ -65,6 +91,8 @@ def _commits(minutes: int) -> dict[tuple[str, int], int]:
         commits["stopped", 1] = 40
     if minutes in (90, 330):
         commits["slowpoke", 5] = 10 * minutes // 6 - 50
+    if minutes == 480:
+        commits["latecomer", 6] = 500
     return commits
 
 
@@ -73,34 +101,43 @@ def _history(b: BronzeBuilder, first_hour: int, last_hour: int) -> None:
     held = {}
     for minutes in range(0, last_hour * 60, 10):
         if minutes >= first_hour * 60:
-            if minutes % 60 == 0 and minutes:
+            if minutes % 60 == 0 and minutes > first_hour * 60:  # the snapshot at first_hour is the last part's
                 _snapshot(b, minutes // 60, held)
             for (group, partition), offset in _commits(minutes).items():
-                b.commit(group, "t", partition, offset, at(minutes=minutes))
+                b.commit(group, "t", partition, offset, at(minutes=minutes), source_partition=int(group == "reader"))
         held.update(_commits(minutes))
     _snapshot(b, last_hour, held)
 
 
 def test_the_models_answer_the_same_after_a_prune_of_the_log_offset_snapshots(spark, tmp_path):
-    first, second = BronzeBuilder(), BronzeBuilder()
+    first = BronzeBuilder()
     first.group_record("reader", at(hours=0), members={}, current_state_at=at(hours=0))
     _history(first, 0, 8)
-    second._next_offset = first._next_offset  # the log goes on where it stopped
+    first.ingest_checkpoints(at(hours=8))
+    second = first.next_round()
+    second.snapshot(at(minutes=450), logs=[_u_log(7.5)], topics=[_u_config()])  # completed late
     _history(second, 8, 10)
+    second.compacted_away(source_partition=1)
+    second.ingest_checkpoints(at(hours=10))
     pruned = lake_for_models(tmp_path / "pruned")
     # unconsumed_messages incremental however little the data (it runs full on little by default)
-    runner = ModelRunner(spark, pruned, variables=AS_OF, emit=lambda line: None, full_when_small_max_bytes=-1)
+    runner = ModelRunner(spark, pruned, variables=VARIABLES, emit=lambda line: None, full_when_small_max_bytes=-1)
     first.write(pruned)
     runner.run_all()
 
     result = prune_log_offset_snapshots(spark, pruned, horizon=timedelta(0), emit=lambda line: None)
     assert result.cutoff == at(hours=8)  # never after the latest complete snapshot
     assert set(result.kept) == EVERY_REASON  # the history exercises every rule that keeps a row
-    left = {(row["partition"], row["snapshot_at"]) for row in pruned.read_arrow(PRUNED_TABLE).to_pylist()}
-    # t-3's snapshot at hour 5 and t-4's before hour 4 left
-    gone = {(3, at(hours=5))} | {(4, at(hours=h)) for h in range(1, 4)}
-    assert left == {(p, at(hours=h)) for p in PARTITIONS for h in range(1, 9)} - gone
-    assert result.removed == 4 == result.rows_before - len(left)
+    left = {(row["topic"], row["partition"], row["snapshot_at"])
+            for row in pruned.read_arrow(PRUNED_TABLE).to_pylist()}
+    first_left = {("t", 0): 4, ("t", 3): 6, ("t", 4): 4, ("t", 6): 7, ("u", 0): 7}
+    every = [("t", p) for p in PARTITIONS] + [("u", 0)]
+    assert left == {(*key, at(hours=h)) for key in every for h in range(first_left.get(key, 1), 9)}
+    assert result.removed == 23 == result.rows_before - len(left)
+    settled = {(row["topic"], row["group_id"], row["observed_at"])
+               for row in pruned.read_arrow(SETTLED_TABLE).to_pylist()}
+    assert settled == {("t", "reader", at(hours=2)), ("u", "auditor", at(hours=7))}
+    assert result.losses_settled == 2
 
     second.write(pruned)
     runs = {run.model: run.mode for run in runner.run_all()}
@@ -110,7 +147,7 @@ def test_the_models_answer_the_same_after_a_prune_of_the_log_offset_snapshots(sp
     unpruned = lake_for_models(tmp_path / "unpruned")
     for part in (first, second):
         part.write(unpruned)
-    ModelRunner(spark, unpruned, variables=AS_OF, emit=lambda line: None).run_all()
+    ModelRunner(spark, unpruned, variables=VARIABLES, emit=lambda line: None).run_all()
     assert model_differences(pruned.root, unpruned.root) == []
     runner.run_all(full_refresh=True)
     assert model_differences(pruned.root, unpruned.root) == []
