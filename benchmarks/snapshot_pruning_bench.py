@@ -7,8 +7,9 @@ offset snapshots at horizon 0 (`prune_log_offset_snapshots`: as of the latest sn
 this process. Then R times (--repeats), the two lakes alternating which goes first: a fresh process
 copies the lake to a new folder and runs a full refresh of every model, one model at a time, and
 prints each model's seconds and a digest of each model table's rows. Prints the rows the prune
-removed and kept, each model's median seconds on both lakes, and whether every table has the same
-rows on both (it must: the prune removes only rows no model can read again).
+removed and kept, the losses of unconsumed_messages it settled, each model's median seconds on both
+lakes, and whether every table has the same rows on both (it must: the prune removes only rows no
+model can read again).
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/snapshot_pruning_bench.py --snapshots 32 \\
         --snapshot-every-minutes 360 --retained-snapshots 8 [--repeats 2] [--lakes FOLDER]
@@ -82,7 +83,8 @@ def pruned_copy(lake: Path, into: Path, as_of: str) -> dict:
     result = prune_log_offset_snapshots(spark, copy, horizon=timedelta(0), now=latest_complete_snapshot(copy),
                                         emit=lambda line: print(line, file=sys.stderr, flush=True))
     return {"seconds": time.perf_counter() - started, "rows_before": result.rows_before, "removed": result.removed,
-            "kept": result.kept, "rows_after": copy.count("log_offset_snapshots")}
+            "kept": result.kept, "rows_after": copy.count("log_offset_snapshots"),
+            "losses_settled": result.losses_settled}
 
 
 def main() -> None:
@@ -134,7 +136,8 @@ def report(results: dict) -> str:
     prune = results["prune"]
     kept = ", ".join(f"{count:,} {reason}" for reason, count in sorted(prune["kept"].items()))
     lines = [f"prune: {prune['removed']:,} of {prune['rows_before']:,} log offset snapshot rows removed in "
-             f"{prune['seconds']:.1f} s ({prune['rows_after']:,} left); kept of the older ones: {kept}",
+             f"{prune['seconds']:.1f} s ({prune['rows_after']:,} left); kept of the older ones: {kept}; "
+             f"{prune.get('losses_settled', 0):,} losses of unconsumed_messages settled",
              "same rows in every model table on both lakes: " +
              str(all(digests == results["digests"]["whole"][0]
                      for lake in LAKES for digests in results["digests"][lake])), ""]
