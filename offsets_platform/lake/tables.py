@@ -318,9 +318,8 @@ _SPECS = [
             ]
         ),
         keys=("topic", "partition_id", "group_id", "observed_at"),
-        description="The rows of unconsumed_messages whose move of the log start no snapshot shows "
-        "any more: a prune of the log offset snapshots copied them here before removing the snapshot "
-        "before the move, and unconsumed_messages keeps them as they were judged.",
+        description="Losses of unconsumed_messages whose move of the log start no snapshot shows any "
+        "more: a prune settled them before removing the snapshot before the move.",
     ), {
         "settled_at": "when the prune that settled them ran (UTC)",
     }, {name: f"as in unconsumed_messages.{name}" for name in (
