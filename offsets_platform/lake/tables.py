@@ -186,6 +186,37 @@ _REJECTED_DESCRIPTIONS = {
     "value": "the record's value, raw; null for a tombstone",
 }
 
+# settled_unconsumed_messages: the columns of unconsumed_messages (its table, but is_withdrawn), and when
+# the prune settled each loss.
+_SETTLED_LOSS_SCHEMA = pa.schema(
+    [
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition_id", pa.int32(), nullable=False),
+        pa.field("group_id", pa.string(), nullable=False),
+        pa.field("watched_by", pa.string()),
+        pa.field("observed_at", UTC_MICROS, nullable=False),
+        pa.field("previous_snapshot_at", UTC_MICROS),
+        pa.field("previous_log_start_offset", pa.int64()),
+        pa.field("log_start_offset", pa.int64()),
+        pa.field("committed_offset_at_start", pa.int64()),
+        pa.field("committed_offset", pa.int64()),
+        pa.field("count_log_records_between", pa.int32()),
+        pa.field("lost_from_offset", pa.int64()),
+        pa.field("lost_to_offset", pa.int64()),
+        pa.field("count_lost", pa.int64()),
+        pa.field("count_lost_at_least", pa.int64()),
+        pa.field("is_held_throughout", pa.bool_()),
+        pa.field("is_abandoned", pa.bool_()),
+        pa.field("interval_start_at", UTC_MICROS),
+        pa.field("interval_end_at", UTC_MICROS),
+        pa.field("retention_ms", pa.int64()),
+        pa.field("retention_bytes", pa.int64()),
+        pa.field("cleanup_policy", pa.string()),
+        pa.field("is_commit_chain_complete", pa.bool_()),
+        pa.field("settled_at", UTC_MICROS, nullable=False),
+    ]
+)
+
 _SPECS = [
     _described(TableSpec(
         name="offset_commit_records",
@@ -289,45 +320,13 @@ _SPECS = [
     _described(TableSpec(
         name="settled_unconsumed_messages",
         layer="bronze",
-        schema=pa.schema(
-            [
-                pa.field("topic", pa.string(), nullable=False),
-                pa.field("partition_id", pa.int32(), nullable=False),
-                pa.field("group_id", pa.string(), nullable=False),
-                pa.field("watched_by", pa.string()),
-                pa.field("observed_at", UTC_MICROS, nullable=False),
-                pa.field("previous_snapshot_at", UTC_MICROS),
-                pa.field("previous_log_start_offset", pa.int64()),
-                pa.field("log_start_offset", pa.int64()),
-                pa.field("committed_offset_at_start", pa.int64()),
-                pa.field("committed_offset", pa.int64()),
-                pa.field("count_log_records_between", pa.int32()),
-                pa.field("lost_from_offset", pa.int64()),
-                pa.field("lost_to_offset", pa.int64()),
-                pa.field("count_lost", pa.int64()),
-                pa.field("count_lost_at_least", pa.int64()),
-                pa.field("is_held_throughout", pa.bool_()),
-                pa.field("is_abandoned", pa.bool_()),
-                pa.field("interval_start_at", UTC_MICROS),
-                pa.field("interval_end_at", UTC_MICROS),
-                pa.field("retention_ms", pa.int64()),
-                pa.field("retention_bytes", pa.int64()),
-                pa.field("cleanup_policy", pa.string()),
-                pa.field("is_commit_chain_complete", pa.bool_()),
-                pa.field("settled_at", UTC_MICROS, nullable=False),
-            ]
-        ),
+        schema=_SETTLED_LOSS_SCHEMA,
         keys=("topic", "partition_id", "group_id", "observed_at"),
         description="Losses of unconsumed_messages whose move of the log start no snapshot shows any "
         "more: a prune settled them before removing the snapshot before the move.",
     ), {
         "settled_at": "when the prune that settled them ran (UTC)",
-    }, {name: f"as in unconsumed_messages.{name}" for name in (
-        "topic", "partition_id", "group_id", "watched_by", "observed_at", "previous_snapshot_at",
-        "previous_log_start_offset", "log_start_offset", "committed_offset_at_start", "committed_offset",
-        "count_log_records_between", "lost_from_offset", "lost_to_offset", "count_lost", "count_lost_at_least",
-        "is_held_throughout", "is_abandoned", "interval_start_at", "interval_end_at", "retention_ms",
-        "retention_bytes", "cleanup_policy", "is_commit_chain_complete")}),
+    }, {name: f"as in unconsumed_messages.{name}" for name in _SETTLED_LOSS_SCHEMA.names if name != "settled_at"}),
     _described(TableSpec(
         name="offsets_topic_identity",
         layer="bronze",
