@@ -1,13 +1,14 @@
-"""Every model's full refresh on a lake, and on the same lake after a prune of its log offset snapshots.
+"""Every model's full refresh on a lake, and on the same lake after a prune of its log and committed
+offset snapshots.
 
 Builds (or reuses, in --lakes) the lake snapshot_history_bench builds: --records generated records and
 --snapshots snapshots, shaped by --snapshot-every-minutes and --retained-snapshots
 (`scale_lake.add_snapshots`). Copies it, refreshes every model on the copy and prunes the copy's log
-offset snapshots at horizon 0 (`prune_log_offset_snapshots`: as of the latest snapshot), timed, in
-this process. Then R times (--repeats), the two lakes alternating which goes first: a fresh process
+offset snapshots, then its committed offset snapshots, at horizon 0 (`prune_log_offset_snapshots`,
+`prune_committed_offset_snapshots`: as of the latest snapshot), each timed, in this process. Then R times (--repeats), the two lakes alternating which goes first: a fresh process
 copies the lake to a new folder and runs a full refresh of every model, one model at a time, and
-prints each model's seconds and a digest of each model table's rows. Prints the rows the prune
-removed and kept, the losses of unconsumed_messages it settled, each model's median seconds on both
+prints each model's seconds and a digest of each model table's rows. Prints the rows each prune
+removed and kept, the losses of unconsumed_messages the first settled, each model's median seconds on both
 lakes, and whether every table has the same rows on both (it must: the prune removes only rows no
 model can read again).
 
@@ -69,22 +70,27 @@ def one_refresh(lake: Path, scratch: Path, as_of: str) -> dict:
 
 
 def pruned_copy(lake: Path, into: Path, as_of: str) -> dict:
-    """A copy of the lake, refreshed and then pruned of the log offset snapshot rows no model can
-    read again; what the prune did."""
+    """A copy of the lake, refreshed and then pruned of the log and committed offset snapshot rows
+    no model can read again; what each prune did, by table."""
     from offsets_platform.lake.spark import get_spark
     from offsets_platform.models import ModelRunner, lake_for_models
+    from offsets_platform.models.committed_snapshot_pruning import prune_committed_offset_snapshots
     from offsets_platform.models.snapshot_pruning import prune_log_offset_snapshots
 
     shutil.copytree(lake, into)
     copy = lake_for_models(into)
     spark = get_spark()
     ModelRunner(spark, copy, variables={"as_of": as_of}, emit=lambda line: None).run_all()
-    started = time.perf_counter()
-    result = prune_log_offset_snapshots(spark, copy, horizon=timedelta(0), now=latest_complete_snapshot(copy),
-                                        emit=lambda line: print(line, file=sys.stderr, flush=True))
-    return {"seconds": time.perf_counter() - started, "rows_before": result.rows_before, "removed": result.removed,
-            "kept": result.kept, "rows_after": copy.count("log_offset_snapshots"),
-            "losses_settled": result.losses_settled}
+    done = {}
+    for table, prune in (("log_offset_snapshots", prune_log_offset_snapshots),
+                         ("committed_offset_snapshots", prune_committed_offset_snapshots)):
+        started = time.perf_counter()
+        result = prune(spark, copy, horizon=timedelta(0), now=latest_complete_snapshot(copy),
+                       emit=lambda line: print(line, file=sys.stderr, flush=True))
+        done[table] = {"seconds": time.perf_counter() - started, "rows_before": result.rows_before,
+                       "removed": result.removed, "kept": result.kept, "rows_after": copy.count(table),
+                       "losses_settled": result.losses_settled}
+    return done
 
 
 def main() -> None:
@@ -118,7 +124,8 @@ def main() -> None:
         paths = {"whole": lakes_root / name, "pruned": scratch / "pruned"}
         # every refresh as of the latest snapshot: the tables are then the same whenever a run takes place
         as_of = f"{latest_complete_snapshot(Lake(paths['whole'])):%Y-%m-%d %H:%M:%S.%f}"
-        print("refreshing a copy of the lake and pruning its log offset snapshots", file=sys.stderr, flush=True)
+        print("refreshing a copy of the lake and pruning its log and committed offset snapshots", file=sys.stderr,
+              flush=True)
         results["prune"] = pruned_copy(paths["whole"], paths["pruned"], as_of)
         for repeat in range(args.repeats):
             for lake in LAKES if repeat % 2 == 0 else LAKES[::-1]:
@@ -133,14 +140,15 @@ def main() -> None:
 
 
 def report(results: dict) -> str:
-    prune = results["prune"]
-    kept = ", ".join(f"{count:,} {reason}" for reason, count in sorted(prune["kept"].items()))
-    lines = [f"prune: {prune['removed']:,} of {prune['rows_before']:,} log offset snapshot rows removed in "
-             f"{prune['seconds']:.1f} s ({prune['rows_after']:,} left); kept of the older ones: {kept}; "
-             f"{prune.get('losses_settled', 0):,} losses of unconsumed_messages settled",
-             "same rows in every model table on both lakes: " +
-             str(all(digests == results["digests"]["whole"][0]
-                     for lake in LAKES for digests in results["digests"][lake])), ""]
+    lines = []
+    for table, prune in results["prune"].items():
+        kept = ", ".join(f"{count:,} {reason}" for reason, count in sorted(prune["kept"].items()))
+        lines.append(f"prune of {table}: {prune['removed']:,} of {prune['rows_before']:,} rows removed in "
+                     f"{prune['seconds']:.1f} s ({prune['rows_after']:,} left); kept of the older ones: {kept}; "
+                     f"{prune['losses_settled']:,} losses of unconsumed_messages settled")
+    lines += ["same rows in every model table on both lakes: " +
+              str(all(digests == results["digests"]["whole"][0]
+                      for lake in LAKES for digests in results["digests"][lake])), ""]
     medians = {lake: {model: statistics.median(seconds) for model, seconds in runs.items()}
                for lake, runs in results["runs"].items()}
     lines += [f"| model, median of {results['repeats']} | whole | pruned | pruned / whole |", "|---|---:|---:|---:|"]

@@ -1,8 +1,9 @@
-"""`offsets-platform prune`: remove the offset commit records and the log offset snapshot rows no
-model needs any more.
+"""`offsets-platform prune`: remove the offset commit records and the log and committed offset
+snapshot rows no model needs any more.
 
 What is removed and what is kept, and why the models answer the same afterwards, is in
-offsets_platform.models.pruning and offsets_platform.models.snapshot_pruning.
+offsets_platform.models.pruning, offsets_platform.models.snapshot_pruning and
+offsets_platform.models.committed_snapshot_pruning.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from offsets_platform.settings import Settings, duration_hours
 
 def add_prune_command(commands) -> None:
     prune = commands.add_parser(
-        "prune", help="remove the offset commit records and log offset snapshot rows older than the horizon that "
-                      "no model needs any more (records counted first; every model answers the same)")
+        "prune", help="remove the offset commit records and the log and committed offset snapshot rows older than the "
+                      "horizon that no model needs any more (records counted first; every model answers the same)")
     prune.add_argument("--home", help="folder holding the lake")
     prune.add_argument("--horizon", default="7d", type=_horizon,
                        help="raw records and snapshot rows stay at least this long, e.g. 7d, 36h (default 7d); "
@@ -39,6 +40,7 @@ def _horizon(text: str) -> timedelta:
 
 def _prune(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.lake.spark import get_spark
+    from offsets_platform.models.committed_snapshot_pruning import prune_committed_offset_snapshots
     from offsets_platform.models.pruning import prune_offset_commits
     from offsets_platform.models.snapshot_pruning import prune_log_offset_snapshots
 
@@ -65,6 +67,17 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
               f"{snapshots.losses_settled:,} losses of unconsumed_messages whose snapshot before the move left")
         if not snapshots.dry_run:
             print(f"VACUUM removed {snapshots.files_vacuumed:,} files; {snapshots.seconds:.1f} s")
+    # after the log offset snapshots: the moves their prune settled need no committed offsets
+    committed = prune_committed_offset_snapshots(spark, lake, horizon=args.horizon, dry_run=args.dry_run,
+                                                 lease_wait_s=args.wait)
+    if committed.cutoff is None:
+        print(f"committed offset snapshots: nothing to prune: {committed.nothing_because}")
+    else:
+        print(f"{_verb(committed.dry_run)} {committed.removed:,} of {committed.rows_before:,} committed offset "
+              f"snapshot rows of snapshots before {committed.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: "
+              f"{_kept(committed.kept)}")
+        if not committed.dry_run:
+            print(f"VACUUM removed {committed.files_vacuumed:,} files; {committed.seconds:.1f} s")
     return 0
 
 

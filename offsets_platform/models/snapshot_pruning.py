@@ -104,7 +104,7 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     cutoff = prune_cutoff(lake, now, horizon)
     emit(f"pruning log offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC that "
          f"every model has read (table version {read_by_all}) and none can read again")
-    _register(spark, lake, read_by_all, _window_size(lake))
+    _register(spark, lake, read_by_all, status_window_size(lake))
     verdicts = _verdicts(spark, cutoff)
     kept = {row["kept_because"]: row["rows"] for row in verdicts.where("is_candidate")
             .groupBy("kept_because").count().withColumnRenamed("count", "rows").collect()}
@@ -129,7 +129,7 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
                                losses_settled=losses_settled, files_vacuumed=lake.vacuum(PRUNED_TABLE))
 
 
-def _window_size(lake: Lake) -> int:
+def status_window_size(lake: Lake) -> int:
     """The consumer_status_window the last refresh used: the deepest rank in its window (the
     default when the model has not written one)."""
     default = int(default_variables()["consumer_status_window"])

@@ -108,6 +108,9 @@ def test_the_models_answer_the_same_after_a_prune_incrementally_and_in_full(spar
     # first snapshot already, so consumer_lag can still read each
     assert (again["snapshot_cutoff"], again["snapshot_rows_before"], again["snapshot_rows_removed"]) == \
         (at(hours=6).isoformat(), 4, 0)
+    # and the committed offset snapshots: each row before the cutoff is at the move or the latest
+    # snapshot before the cutoff
+    assert (again["committed_rows_before"], again["committed_rows_removed"]) == (8, 0)
     assert again["commits_counted"] == sum(1 for part in (first, second) for row in part.rows[PRUNED_TABLE]
                                            if not row["tombstone"] and at(hours=4) <= row["source_timestamp"] < at(hours=6))
     runs = {run.model: run.mode for run in runner.run_all()}

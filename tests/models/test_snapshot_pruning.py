@@ -1,5 +1,6 @@
-"""Pruning the log offset snapshots: every model answers the same with and without the rows the
-prune removed, refreshed incrementally after it and in full (offsets_platform.models.snapshot_pruning).
+"""Pruning the log offset snapshots, then the committed offset snapshots: every model answers the
+same with and without the rows the prunes removed, refreshed incrementally after them and in full
+(offsets_platform.models.snapshot_pruning, offsets_platform.models.committed_snapshot_pruning).
 
 The history, one snapshot an hour from hour 1, pruned as of hour 8: every partition's log end
 grows 100 messages an hour, and but for those of t-3 and t-6, retention moves the log start of
@@ -31,20 +32,39 @@ of a move they showed, is one case each:
   before hour 7 leave, and the loss at hour 7 is settled. After the prune, a snapshot of u alone
   at half past seven completes late: unconsumed_messages judges the moves from hour 7 on again,
   and must keep the settled loss, whose move it no longer sees.
+
+Of the committed offsets, every group's latest run of one value keeps its first snapshot, and the
+offsets of a partition stay at both snapshots of each move and at the latest before the cutoff;
+two more groups keep what no such rule would:
+- `hopper` holds 7 on v-0 (a topic the log offset snapshots do not list), its OffsetFetch sent
+  five minutes after each snapshot. Between the snapshot at hour 5 and its fetch it commits 5 on
+  t-1 and deletes it: the fetch at hour 5 saw neither, so hopper held no offset while t-1's log
+  start moved. Only its row on v-0 at hour 5 says when that fetch was sent;
+- `audited` holds 3 on t-5 until the project's OffsetDelete at half past four, which the log does
+  not show: coordinator_metrics counts it because the snapshot at hour 4 held the offset.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+import pyarrow as pa
+
 from offsets_platform.models import ModelRunner, lake_for_models
+from offsets_platform.models.committed_snapshot_pruning import prune_committed_offset_snapshots
 from offsets_platform.models.snapshot_pruning import PRUNED_TABLE, SETTLED_TABLE, prune_log_offset_snapshots
 from proving_ground.lake_checks import model_differences
 from tests.models.bronze_builder import BronzeBuilder, at
 
 VARIABLES = {"as_of": "2026-01-05 00:00:00", "watched_groups": {"u": ["auditor"]}}
 EVERY_REASON = {"consumer_lag", "consumer_status", "the latest before the cutoff"}
+EVERY_COMMITTED_REASON = {"snapshot_offsets", "consumer_status", "unconsumed_messages", "coordinator_metrics"}
 PARTITIONS = range(7)
+# the project's OffsetDelete of audited's offset on t-5, at half past four
+AUDIT = pa.Table.from_pylist([{
+    "audit_id": "a0", "plan_id": None, "action_id": None, "origin": "cli", "action": "OffsetDelete", "group": "audited",
+    "topic": "t", "partition": 5, "outcome": "deleted", "error": None, "detail": None, "bootstrap_servers": "b:9092",
+    "requested_by": "ops", "at": at(minutes=270), "intent_id": None}])
 # t-3's log start by hour: a move at hour 2, unknown at hour 4, a move at hour 8
 T3_LOG_STARTS = {1: 0, 2: 100, 3: 100, 4: None, 5: 300, 6: 300, 7: 300, 8: 650}
 
@@ -73,11 +93,16 @@ def _u_config() -> dict:
 def _snapshot(b: BronzeBuilder, hour: int, held: dict[tuple[str, int], int]) -> None:
     """The snapshot at `hour`, which sees the offsets the log shows committed by then (`held`)."""
     held = {**held, ("watcher", 2): 30 if hour >= 9 else 20 if hour >= 3 else 10}
+    if hour <= 4:
+        held["audited", 5] = 3
+    offsets = [{"group": g, "topic": "t", "partition": p, "committed_offset": offset}
+               for (g, p), offset in sorted(held.items())]
+    offsets.append({"group": "hopper", "topic": "v", "partition": 0, "committed_offset": 7,
+                    "fetched_at": at(hours=hour, minutes=5)})
     b.snapshot(at(hours=hour),
                groups=[{"group": g, "state": "Empty", "protocol_type": "consumer", "protocol": "", "member_count": 0}
-                       for g in sorted({group for group, _ in held})],
-               offsets=[{"group": g, "topic": "t", "partition": p, "committed_offset": offset}
-                        for (g, p), offset in sorted(held.items())],
+                       for g in sorted({row["group"] for row in offsets})],
+               offsets=offsets,
                logs=[{"topic": "t", "partition": p, "log_start_offset": _log_start(hour, p),
                       "log_end_offset": 100 * hour} for p in PARTITIONS] + [_u_log(hour)],
                topics=[{"topic": "t", "retention_ms": 3_600_000, "retention_bytes": -1, "cleanup_policy": "delete"},
@@ -105,6 +130,9 @@ def _history(b: BronzeBuilder, first_hour: int, last_hour: int) -> None:
                 _snapshot(b, minutes // 60, held)
             for (group, partition), offset in _commits(minutes).items():
                 b.commit(group, "t", partition, offset, at(minutes=minutes), source_partition=int(group == "reader"))
+            if minutes == 300:  # before the fetch of the snapshot at hour 5
+                b.commit("hopper", "t", 1, 5, at(minutes=302))
+                b.offset_tombstone("hopper", "t", 1, at(minutes=303))
         held.update(_commits(minutes))
     _snapshot(b, last_hour, held)
 
@@ -123,6 +151,7 @@ def test_the_models_answer_the_same_after_a_prune_of_the_log_offset_snapshots(sp
     # unconsumed_messages incremental however little the data (it runs full on little by default)
     runner = ModelRunner(spark, pruned, variables=VARIABLES, emit=lambda line: None, full_when_small_max_bytes=-1)
     first.write(pruned)
+    pruned.append("cleanup_audit", AUDIT)
     runner.run_all()
 
     result = prune_log_offset_snapshots(spark, pruned, horizon=timedelta(0), emit=lambda line: None)
@@ -139,6 +168,24 @@ def test_the_models_answer_the_same_after_a_prune_of_the_log_offset_snapshots(sp
     assert settled == {("t", "reader", at(hours=2)), ("u", "auditor", at(hours=7))}
     assert result.losses_settled == 2
 
+    result = prune_committed_offset_snapshots(spark, pruned, horizon=timedelta(0), emit=lambda line: None)
+    assert result.cutoff == at(hours=8)
+    assert set(result.kept) == EVERY_COMMITTED_REASON
+    left = {}
+    for row in pruned.read_arrow("committed_offset_snapshots").to_pylist():
+        left.setdefault((row["group"], row["topic"], row["partition"]), set()).add(row["snapshot_at"].hour)
+    assert left == {
+        ("reader", "t", 0): {5, 6, 7, 8},  # only at t-0's move and the latest before the cutoff: the log has it
+        ("stopped", "t", 1): {1, 5, 6, 7, 8},  # its run's first snapshot, and t-1's move at hour 6
+        ("watcher", "t", 2): {1, 3, 5, 6, 7, 8},  # the log has none: both values for its window
+        ("stuck", "t", 3): {1, 5, 7, 8},  # at hour 5, as stuck's first fetched row (no fetch time known)
+        ("laggard", "t", 4): {1, 5, 6, 7, 8},
+        ("slowpoke", "t", 5): {5, 6, 7, 8},  # its first value (hours 2-5) stays only at t-5's move
+        ("audited", "t", 5): {1, 4},
+        ("hopper", "v", 0): {1, 5, 7, 8},
+    }
+    assert result.removed == 25 == result.rows_before - sum(map(len, left.values()))
+
     second.write(pruned)
     runs = {run.model: run.mode for run in runner.run_all()}
     # the prune's delete is read past like an append: the incremental model stays incremental
@@ -147,6 +194,7 @@ def test_the_models_answer_the_same_after_a_prune_of_the_log_offset_snapshots(sp
     unpruned = lake_for_models(tmp_path / "unpruned")
     for part in (first, second):
         part.write(unpruned)
+    unpruned.append("cleanup_audit", AUDIT)
     ModelRunner(spark, unpruned, variables=VARIABLES, emit=lambda line: None).run_all()
     assert model_differences(pruned.root, unpruned.root) == []
     runner.run_all(full_refresh=True)
