@@ -10,6 +10,8 @@
 --   a window;
 -- - from snapshots, only for partitions the log holds no commit of: each value of the committed
 --   offset at the first snapshot that saw it (the commit time's upper bound).
+-- A prune of the committed offset snapshots keeps, of those partitions, the rows that start each
+-- key's latest consumer_status_window runs (offsets_platform.models.committed_snapshot_pruning).
 -- A model of its own so that the window is computed once per refresh: consumer_status uses it
 -- in three places, and Spark computes a subquery used in three places three times.
 {% set window_size = var('consumer_status_window') | int %}

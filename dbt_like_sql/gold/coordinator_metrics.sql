@@ -18,7 +18,8 @@
 -- tombstone within 10 minutes of one of its OffsetDeletes is a deletion, one of its DeleteGroups
 -- counts in neither meter (GroupCoordinatorShard.deleteGroups meters nothing), and an audited
 -- OffsetDelete whose tombstone is not in the log (a cluster seen only through the admin API)
--- still counts, at the time it was sent, if the partition had an offset then.
+-- still counts, at the time it was sent, if the partition had an offset then (a prune of the
+-- committed offset snapshots keeps that row: offsets_platform.models.committed_snapshot_pruning).
 {% set bucket_seconds = var('metrics_bucket_minutes') * 60 %}
 with removals as (
     select * from {{ ref('offset_removals') }}

@@ -55,7 +55,9 @@
 -- settles the losses of those moves first: it copies them to settled_unconsumed_messages. No
 -- snapshot shows such a move any more, so a run never judges it again: a full run takes its
 -- losses as settled (only their commit chains, when not complete, are checked again), and an
--- incremental one never withdraws them.
+-- incremental one never withdraws them. The prune of the committed offset snapshots that follows
+-- keeps every offset of a partition at both snapshots of each move still shown and at the latest
+-- before the cutoff, and each group's first fetched row at a move's earlier snapshot (`fetches`).
 -- the columns of the table but is_commit_chain_complete, carried through the chain check
 {% set loss_columns = [
     'topic', 'partition_id', 'group_id', 'watched_by', 'observed_at', 'previous_snapshot_at',

@@ -2,6 +2,9 @@
 -- partitions, KIP-88), with bounds on when each was committed: the snapshots do not carry
 -- commit times, so the first snapshot that saw the current value is an upper bound and the last
 -- snapshot that saw another value (or none) a lower bound.
+-- A prune of the committed offset snapshots keeps the row that starts each key's latest run
+-- (offsets_platform.models.committed_snapshot_pruning): a rule here that reads more of a key's
+-- history needs the prune to keep it too.
 with snapshots as (
     select
         snapshot_id,
