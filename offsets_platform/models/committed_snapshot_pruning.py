@@ -2,9 +2,9 @@
 
 Every admin-API snapshot adds a row per group and partition with a committed offset to
 `committed_offset_snapshots` (OffsetFetch of every group): a cluster with 100,000 committed
-partitions and a snapshot every 15 minutes adds 9.6 M rows a day. Past the latest snapshot, the
-models read them as a history per group and partition, or at a few snapshots, and each needs only
-a little of it:
+partitions and a snapshot every 15 minutes adds 9.6 M rows a day. Beyond the latest snapshot's
+rows, the models read them as a history per group and partition, or at a few snapshots, and each
+needs only a little of it:
 
 - snapshot_offsets gives each offset the first snapshot of its latest run (the snapshots in a row
   of those that saw the key, that saw one value). Only the row that starts that run says so: a

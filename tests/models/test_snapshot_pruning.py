@@ -137,7 +137,7 @@ def _history(b: BronzeBuilder, first_hour: int, last_hour: int) -> None:
     _snapshot(b, last_hour, held)
 
 
-def test_the_models_answer_the_same_after_a_prune_of_the_log_offset_snapshots(spark, tmp_path):
+def test_the_models_answer_the_same_after_a_prune_of_the_log_and_committed_offset_snapshots(spark, tmp_path):
     first = BronzeBuilder()
     first.group_record("reader", at(hours=0), members={}, current_state_at=at(hours=0))
     _history(first, 0, 8)
