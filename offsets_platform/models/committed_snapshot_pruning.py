@@ -84,18 +84,21 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     emit(f"pruning committed offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC "
          f"that every model has read (table version {read_by_all}) and none can read again")
     _register(spark, lake, read_by_all)
-    verdicts = _verdicts(spark, cutoff, status_window_size(lake))
-    kept = {row["kept_because"]: row["rows"] for row in verdicts.where("is_candidate")
-            .groupBy("kept_because").count().withColumnRenamed("count", "rows").collect()}
-    removable = kept.pop(None, 0)
-    if dry_run:
-        return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removable, kept=kept,
-                                   dry_run=True)
-    removed = 0
-    if removable:
-        removed = lake.spark_delete_pruned(
-            PRUNED_TABLE, verdicts.where("is_candidate and kept_because is null")
-            .select("snapshot_id", "group", "topic", "partition"))
+    # the candidates' verdicts, computed once for the counts and the delete: they sort the table
+    verdicts = _verdicts(spark, cutoff, status_window_size(lake)).where("is_candidate") \
+        .select("snapshot_id", "group", "topic", "partition", "kept_because").persist()
+    try:
+        kept = {row["kept_because"]: row["rows"] for row in verdicts.groupBy("kept_because").count()
+                .withColumnRenamed("count", "rows").collect()}
+        removable = kept.pop(None, 0)
+        if dry_run:
+            return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removable, kept=kept,
+                                       dry_run=True)
+        removed = 0
+        if removable:
+            removed = lake.spark_delete_pruned(PRUNED_TABLE, verdicts.where("kept_because is null"))
+    finally:
+        verdicts.unpersist()
     emit(f"removed {removed:,} of {rows_before:,} committed offset snapshot rows; kept of those older " +
          (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
     return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept,
@@ -176,9 +179,13 @@ def _verdicts(spark: "SparkSession", cutoff: datetime, window_size: int) -> "Dat
             select
                 c.*,
                 l.group_id is null as is_log_unknown,
-                -- 1 for the key's latest run, 2 for the one before, ... (null: not a run's first row)
-                case when c.starts_run then sum(cast(c.starts_run as int)) over (
-                    partition by c.`group`, c.topic, c.`partition` order by c.snapshot_at desc
+                -- 1 for the key's latest run, 2 for the one before, ... (null: not a run's first row):
+                -- the runs after this one counted in the order `committed` sorted the rows in, so
+                -- that Spark sorts them once
+                case when c.starts_run then 1 + sum(cast(c.starts_run as int)) over (
+                    partition by c.`group`, c.topic, c.`partition`
+                ) - sum(cast(c.starts_run as int)) over (
+                    partition by c.`group`, c.topic, c.`partition` order by c.snapshot_at
                     rows between unbounded preceding and current row
                 ) end as run_from_latest,
                 row_number() over (
