@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from offsets_platform.cli.args import lake_of
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S
 from offsets_platform.settings import Settings, duration_hours
+
+if TYPE_CHECKING:
+    from offsets_platform.models.snapshot_pruning import SnapshotPruneResult
 
 
 def add_prune_command(commands) -> None:
@@ -58,27 +62,25 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
                   f"{records.seconds:.1f} s")
     snapshots = prune_log_offset_snapshots(spark, lake, horizon=args.horizon, dry_run=args.dry_run,
                                            lease_wait_s=args.wait)
-    if snapshots.cutoff is None:
-        print(f"log offset snapshots: nothing to prune: {snapshots.nothing_because}")
-    else:
-        print(f"{_verb(snapshots.dry_run)} {snapshots.removed:,} of {snapshots.rows_before:,} log offset snapshot "
-              f"rows of snapshots before {snapshots.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: "
-              f"{_kept(snapshots.kept)}; {'would settle' if snapshots.dry_run else 'settled'} "
-              f"{snapshots.losses_settled:,} losses of unconsumed_messages whose snapshot before the move left")
-        if not snapshots.dry_run:
-            print(f"VACUUM removed {snapshots.files_vacuumed:,} files; {snapshots.seconds:.1f} s")
+    _print_snapshot_prune("log offset snapshot", snapshots, (
+        f"; {'would settle' if snapshots.dry_run else 'settled'} {snapshots.losses_settled:,} losses of "
+        "unconsumed_messages whose snapshot before the move left"))
     # after the log offset snapshots: the moves their prune settled need no committed offsets
-    committed = prune_committed_offset_snapshots(spark, lake, horizon=args.horizon, dry_run=args.dry_run,
-                                                 lease_wait_s=args.wait)
-    if committed.cutoff is None:
-        print(f"committed offset snapshots: nothing to prune: {committed.nothing_because}")
-    else:
-        print(f"{_verb(committed.dry_run)} {committed.removed:,} of {committed.rows_before:,} committed offset "
-              f"snapshot rows of snapshots before {committed.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: "
-              f"{_kept(committed.kept)}")
-        if not committed.dry_run:
-            print(f"VACUUM removed {committed.files_vacuumed:,} files; {committed.seconds:.1f} s")
+    _print_snapshot_prune("committed offset snapshot", prune_committed_offset_snapshots(
+        spark, lake, horizon=args.horizon, dry_run=args.dry_run, lease_wait_s=args.wait))
     return 0
+
+
+def _print_snapshot_prune(rows: str, result: SnapshotPruneResult, also: str = "") -> None:
+    """What a prune of a snapshot table did (`rows`: what its rows are, singular), `also` after
+    the rows it kept."""
+    if result.cutoff is None:
+        print(f"{rows}s: nothing to prune: {result.nothing_because}")
+        return
+    print(f"{_verb(result.dry_run)} {result.removed:,} of {result.rows_before:,} {rows} rows of snapshots before "
+          f"{result.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: {_kept(result.kept)}{also}")
+    if not result.dry_run:
+        print(f"VACUUM removed {result.files_vacuumed:,} files; {result.seconds:.1f} s")
 
 
 def _verb(dry_run: bool) -> str:

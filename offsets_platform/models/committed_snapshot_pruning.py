@@ -37,8 +37,6 @@ committed offsets here any more.
 
 from __future__ import annotations
 
-import time
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable
 
@@ -46,8 +44,8 @@ from offsets_platform.lake import Lake
 from offsets_platform.models.project import ModelProject, default_project
 from offsets_platform.models.pruning import (
     DEFAULT_HORIZON,
-    holding_every_lease,
     prune_cutoff,
+    timed_under_every_lease,
     timestamp_literal,
     version_read_by_every_model,
 )
@@ -67,10 +65,8 @@ def prune_committed_offset_snapshots(spark: "SparkSession", lake: Lake, horizon:
     """Remove the committed offset snapshot rows older than `horizon` that no model can read
     again (module doc)."""
     project = project or default_project()
-    started = time.monotonic()
-    with holding_every_lease(lake, project, "prune of committed offset snapshots", lease_wait_s, emit):
-        result = _prune(spark, lake, project, horizon, now or datetime.now(timezone.utc), dry_run, emit)
-    return replace(result, seconds=time.monotonic() - started)
+    return timed_under_every_lease(lake, project, "prune of committed offset snapshots", lease_wait_s, emit, lambda: _prune(
+        spark, lake, project, horizon, now or datetime.now(timezone.utc), dry_run, emit))
 
 
 def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: timedelta, now: datetime,

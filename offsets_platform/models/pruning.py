@@ -37,7 +37,7 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import pyarrow as pa
 
@@ -54,6 +54,7 @@ PRUNED_TABLE = "offset_commit_records"
 COUNTS_TABLE = "pruned_offset_commit_counts"
 # Raw records stay at least this long: Kafka's default offsets.retention.minutes, a week.
 DEFAULT_HORIZON = timedelta(days=7)
+Result = TypeVar("Result")
 _VIEW_PREFIX = "prune__"  # the runner caches views by name in a session: these must not clash
 
 
@@ -76,9 +77,17 @@ def prune_offset_commits(spark: "SparkSession", lake: Lake, horizon: timedelta =
                          project: ModelProject | None = None, emit: Callable[[str], None] = print) -> PruneResult:
     """Remove the offset commit records older than `horizon` that no model needs (module doc)."""
     project = project or default_project()
+    return timed_under_every_lease(lake, project, "prune of offset commit records", lease_wait_s, emit, lambda: _prune(
+        spark, lake, project, horizon, now or datetime.now(timezone.utc), dry_run, emit))
+
+
+def timed_under_every_lease(lake: Lake, project: ModelProject, purpose: str, wait_s: float,
+                            emit: Callable[[str], None], prune: Callable[[], Result]) -> Result:
+    """A prune's result (a dataclass with `seconds`), run holding every lease, with the seconds it
+    took, the wait for the leases included."""
     started = time.monotonic()
-    with holding_every_lease(lake, project, "prune of offset commit records", lease_wait_s, emit):
-        result = _prune(spark, lake, project, horizon, now or datetime.now(timezone.utc), dry_run, emit)
+    with holding_every_lease(lake, project, purpose, wait_s, emit):
+        result = prune()
     return replace(result, seconds=time.monotonic() - started)
 
 

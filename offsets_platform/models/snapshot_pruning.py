@@ -42,8 +42,7 @@ its interval that ingest reads only after the horizon has passed, does not chang
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable
 
@@ -52,8 +51,8 @@ from offsets_platform.lake.tables import TABLES
 from offsets_platform.models.project import ModelProject, default_project
 from offsets_platform.models.pruning import (
     DEFAULT_HORIZON,
-    holding_every_lease,
     prune_cutoff,
+    timed_under_every_lease,
     timestamp_literal,
     version_read_by_every_model,
 )
@@ -88,10 +87,8 @@ def prune_log_offset_snapshots(spark: "SparkSession", lake: Lake, horizon: timed
     """Remove the log offset snapshot rows older than `horizon` that no model can read again
     (module doc)."""
     project = project or default_project()
-    started = time.monotonic()
-    with holding_every_lease(lake, project, "prune of log offset snapshots", lease_wait_s, emit):
-        result = _prune(spark, lake, project, horizon, now or datetime.now(timezone.utc), dry_run, emit)
-    return replace(result, seconds=time.monotonic() - started)
+    return timed_under_every_lease(lake, project, "prune of log offset snapshots", lease_wait_s, emit, lambda: _prune(
+        spark, lake, project, horizon, now or datetime.now(timezone.utc), dry_run, emit))
 
 
 def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: timedelta, now: datetime,
