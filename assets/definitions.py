@@ -22,10 +22,10 @@ from offsets_platform.models import default_project
 project = default_project()
 
 # `offsets-platform prune` and the prune job write the counts of the commit records they remove
-# (offsets_platform.models.pruning) and the losses of unconsumed_messages they settle
-# (offsets_platform.models.snapshot_pruning), which full refreshes read; a refresh observes their row counts.
-prune_written_specs = [table_asset_spec(name, "bronze", set())
-                       for name in ("pruned_offset_commit_counts", "settled_unconsumed_messages")]
+# (offsets_platform.models.pruning), and the losses of unconsumed_messages they settle and how far
+# (offsets_platform.models.snapshot_pruning), which refreshes read; a refresh observes their row counts.
+prune_written_specs = [table_asset_spec(name, "bronze", set()) for name in (
+    "pruned_offset_commit_counts", "settled_unconsumed_messages", "settled_log_start_moves")]
 
 # One job refreshes everything; the in-process executor lets one SparkSession serve a run.
 refresh_job = define_asset_job(

@@ -38,15 +38,16 @@ def _horizon(config: PruneConfig) -> timedelta:
                 "older than the horizon that no model needs.")
 def prune_lake(context: OpExecutionContext, config: PruneConfig, spark: SparkResource, lake: LakeResource) -> Output:
     horizon = _horizon(config)
-    # one after the other: each holds the leases of ingest and every model while it decides and deletes
-    records = prune_offset_commits(spark.session(), lake.lake(), horizon=horizon, dry_run=config.dry_run,
-                                   emit=context.log.info)
-    if records.cutoff is None:
-        context.log.info(f"offset commit records: nothing to prune: {records.nothing_because}")
+    # one after the other: each holds the leases of ingest and every model while it decides and
+    # deletes; the log offset snapshots first, whose prune settles the moves the others then need not keep
     snapshots = prune_log_offset_snapshots(spark.session(), lake.lake(), horizon=horizon, dry_run=config.dry_run,
                                            emit=context.log.info)
     if snapshots.cutoff is None:
         context.log.info(f"log offset snapshots: nothing to prune: {snapshots.nothing_because}")
+    records = prune_offset_commits(spark.session(), lake.lake(), horizon=horizon, dry_run=config.dry_run,
+                                   emit=context.log.info)
+    if records.cutoff is None:
+        context.log.info(f"offset commit records: nothing to prune: {records.nothing_because}")
     committed = prune_committed_offset_snapshots(spark.session(), lake.lake(), horizon=horizon,
                                                  dry_run=config.dry_run, emit=context.log.info)
     if committed.cutoff is None:
@@ -62,6 +63,7 @@ def prune_lake(context: OpExecutionContext, config: PruneConfig, spark: SparkRes
         "snapshot_rows_removed": snapshots.removed,
         "snapshot_cutoff": snapshots.cutoff.isoformat() if snapshots.cutoff else "",
         "losses_settled": snapshots.losses_settled,
+        "moves_settled_through": snapshots.settled_through.isoformat() if snapshots.settled_through else "",
         **{f"snapshot rows kept: {reason}": count for reason, count in sorted(snapshots.kept.items())},
         "committed_rows_before": committed.rows_before,
         "committed_rows_removed": committed.removed,

@@ -89,7 +89,8 @@ def pruned_copy(lake: Path, into: Path, as_of: str) -> dict:
                        emit=lambda line: print(line, file=sys.stderr, flush=True))
         done[table] = {"seconds": time.perf_counter() - started, "rows_before": result.rows_before,
                        "removed": result.removed, "kept": result.kept, "rows_after": copy.count(table),
-                       "losses_settled": result.losses_settled}
+                       "losses_settled": result.losses_settled,
+                       "settled_through": result.settled_through.isoformat() if result.settled_through else None}
     return done
 
 
@@ -145,7 +146,8 @@ def report(results: dict) -> str:
         kept = ", ".join(f"{count:,} {reason}" for reason, count in sorted(prune["kept"].items()))
         lines.append(f"prune of {table}: {prune['removed']:,} of {prune['rows_before']:,} rows removed in "
                      f"{prune['seconds']:.1f} s ({prune['rows_after']:,} left); kept of the older ones: {kept}; "
-                     f"{prune['losses_settled']:,} losses of unconsumed_messages settled")
+                     f"{prune['losses_settled']:,} losses of unconsumed_messages settled"
+                     + (f" (the moves seen through {prune['settled_through']})" if prune.get("settled_through") else ""))
     lines += ["same rows in every model table on both lakes: " +
               str(all(digests == results["digests"]["whole"][0]
                       for lake in LAKES for digests in results["digests"][lake])), ""]

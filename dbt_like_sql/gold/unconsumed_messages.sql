@@ -50,14 +50,16 @@
 -- The committed offsets, members and configs of a snapshot are read only for the moves judged
 -- again.
 --
--- A prune of the log offset snapshots (offsets_platform.models.snapshot_pruning) removes the
--- snapshots before the cutoff that no model reads again, the snapshot before a move included, and
--- settles the losses of those moves first: it copies them to settled_unconsumed_messages. No
--- snapshot shows such a move any more, so a run never judges it again: a full run takes its
--- losses as settled (only their commit chains, when not complete, are checked again), and an
--- incremental one never withdraws them. The prune of the committed offset snapshots that follows
--- keeps every offset of a partition at both snapshots of each move still shown and at the latest
--- before the cutoff, and each group's first fetched row at a move's earlier snapshot (`fetches`).
+-- A prune of the log offset snapshots (offsets_platform.models.snapshot_pruning) settles every
+-- move seen by a snapshot before its cutoff: it copies their losses to settled_unconsumed_messages,
+-- then records the latest snapshot it settled through (settled_log_start_moves). A run never
+-- judges a settled move again, even where the snapshots still show it (consumer_lag and
+-- consumer_status may keep them): a full run takes its losses as settled (only their commit
+-- chains, when not complete, are checked again), and an incremental one never withdraws them.
+-- So the prunes that follow may remove what judged them: the committed offsets at their
+-- snapshots, and the commits of their intervals. The prune of the committed offset snapshots
+-- keeps every offset of a partition from its latest snapshot settled through on, and each group's
+-- first fetched row at those snapshots (`fetches`).
 -- the columns of the table but is_commit_chain_complete, carried through the chain check
 {% set loss_columns = [
     'topic', 'partition_id', 'group_id', 'watched_by', 'observed_at', 'previous_snapshot_at',
@@ -76,6 +78,12 @@ with snapshots as (
 
 settled as (
     select * from {{ ref('stg_snapshots__settled_unconsumed_messages') }}
+),
+
+settled_through as (
+    -- the moves seen at or before it are settled (null: none is)
+    select max(settled_through_at) as snapshot_at
+    from {{ ref('stg_snapshots__settled_log_start_moves') }}
 ),
 
 {% if is_incremental() %}
@@ -106,8 +114,8 @@ settled as (
 {% endif %}
 
 every_move as (
-    -- listed_at: when the snapshot read the log start (its stamp, in snapshots that did not
-    -- record it); next_listed_at: the same of the next snapshot
+    -- every move not settled; listed_at: when the snapshot read the log start (its stamp, in
+    -- snapshots that did not record it); next_listed_at: the same of the next snapshot
     select * from (
         select
             o.topic,
@@ -129,7 +137,11 @@ every_move as (
     -- (InlineCTE inlines a deterministic CTE): the run then sorts every log offset snapshot once,
     -- where it sorted them a dozen times. A full run, whose plan reuses the sort already,
     -- measured no faster with it.
-    where log_start_offset > previous_log_start_offset{% if is_incremental() %} and rand() >= 0{% endif %}
+    where
+        log_start_offset > previous_log_start_offset
+        -- a settled move is never judged again
+        and coalesce(snapshot_at > (select snapshot_at from settled_through), true){% if is_incremental() %}
+            and rand() >= 0{% endif %}
 ),
 
 moves as (
@@ -419,7 +431,7 @@ ingest_batches as (
     kept as (
         -- the losses judged before, each with whether this run judges its move again
         -- (is_judged_again), or its commit chain only (the rest of those not complete)
-        -- (never a settled one: no snapshot shows its move, and judged again it would be withdrawn)
+        -- (never a settled one: its move is not judged, and judged again it would be withdrawn)
         select
             t.*,
             (
@@ -476,8 +488,9 @@ read_past as (
             select * from pending_chains
         {% else %}
             -- the settled losses: a chain complete once stays complete, the others are checked
-            -- again. A prune that died between settling and removing leaves a settled loss whose
-            -- move is judged here too: both rows describe the same move, and chains keeps one.
+            -- again. A prune that died between copying the losses and recording how far it
+            -- settled leaves a settled loss whose move is judged here too: both rows describe the
+            -- same move, and chains keeps one.
             union all
             select
                 {%- for column in loss_columns %}

@@ -1,6 +1,6 @@
--- The losses of unconsumed_messages whose move of the log start no snapshot shows any more: a
--- prune of the log offset snapshots (offsets_platform.models.snapshot_pruning) copied them before
--- removing the snapshot before the move.
+-- The losses of unconsumed_messages whose move of the log start a prune of the log offset
+-- snapshots (offsets_platform.models.snapshot_pruning) settled: it copied them before marking the
+-- move settled (stg_snapshots__settled_log_start_moves) and removing what judged it.
 select
     topic,
     partition_id,

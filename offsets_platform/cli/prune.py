@@ -50,6 +50,11 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     spark = get_spark(master=settings.spark_master, remote=settings.spark_remote)
+    # the log offset snapshots first: the moves their prune settles need neither the commits of
+    # their intervals nor the committed offsets at their snapshots
+    snapshots = prune_log_offset_snapshots(spark, lake, horizon=args.horizon, dry_run=args.dry_run,
+                                           lease_wait_s=args.wait)
+    _print_snapshot_prune("log offset snapshot", snapshots, _settled(snapshots))
     records = prune_offset_commits(spark, lake, horizon=args.horizon, dry_run=args.dry_run, lease_wait_s=args.wait)
     if records.cutoff is None:
         print(f"offset commit records: nothing to prune: {records.nothing_because}")
@@ -60,12 +65,6 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
             print(f"counted {records.commits_counted:,} commit records per minute first; VACUUM removed "
                   f"{records.files_vacuumed:,} files no version within the table's retention uses; "
                   f"{records.seconds:.1f} s")
-    snapshots = prune_log_offset_snapshots(spark, lake, horizon=args.horizon, dry_run=args.dry_run,
-                                           lease_wait_s=args.wait)
-    _print_snapshot_prune("log offset snapshot", snapshots, (
-        f"; {'would settle' if snapshots.dry_run else 'settled'} {snapshots.losses_settled:,} losses of "
-        "unconsumed_messages whose snapshot before the move left"))
-    # after the log offset snapshots: the moves their prune settled need no committed offsets
     _print_snapshot_prune("committed offset snapshot", prune_committed_offset_snapshots(
         spark, lake, horizon=args.horizon, dry_run=args.dry_run, lease_wait_s=args.wait))
     return 0
@@ -81,6 +80,14 @@ def _print_snapshot_prune(rows: str, result: SnapshotPruneResult, also: str = ""
           f"{result.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: {_kept(result.kept)}{also}")
     if not result.dry_run:
         print(f"VACUUM removed {result.files_vacuumed:,} files; {result.seconds:.1f} s")
+
+
+def _settled(result: SnapshotPruneResult) -> str:
+    """What the prune of the log offset snapshots settled, to follow the rows it kept."""
+    if result.settled_through is None:
+        return "; no move of a log start newly settled"
+    return (f"; {'would settle' if result.dry_run else 'settled'} the moves of log starts seen through "
+            f"{result.settled_through:%Y-%m-%d %H:%M:%S} UTC ({result.losses_settled:,} losses of unconsumed_messages)")
 
 
 def _verb(dry_run: bool) -> str:

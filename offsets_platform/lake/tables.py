@@ -322,11 +322,28 @@ _SPECS = [
         layer="bronze",
         schema=_SETTLED_LOSS_SCHEMA,
         keys=("topic", "partition_id", "group_id", "observed_at"),
-        description="Losses of unconsumed_messages whose move of the log start no snapshot shows any "
-        "more: a prune settled them before removing the snapshot before the move.",
+        description="Losses of unconsumed_messages whose move of the log start a prune settled: the "
+        "model keeps them as judged then, though the snapshots that judged them may leave.",
     ), {
         "settled_at": "when the prune that settled them ran (UTC)",
     }, {name: f"as in unconsumed_messages.{name}" for name in _SETTLED_LOSS_SCHEMA.names if name != "settled_at"}),
+    _described(TableSpec(
+        name="settled_log_start_moves",
+        layer="bronze",
+        schema=pa.schema(
+            [
+                pa.field("settled_through_at", UTC_MICROS, nullable=False),
+                pa.field("settled_at", UTC_MICROS, nullable=False),
+            ]
+        ),
+        keys=("settled_through_at",),
+        description="How far each prune settled the moves of log starts: unconsumed_messages takes the "
+        "losses of a move seen at or before settled_through_at as settled and never judges it again.",
+    ), {
+        "settled_through_at": "the latest complete snapshot before the prune's cutoff: every move of a log "
+                              "start a snapshot at or before it saw is settled",
+        "settled_at": "when the prune that settled them ran (UTC)",
+    }),
     _described(TableSpec(
         name="offsets_topic_identity",
         layer="bronze",

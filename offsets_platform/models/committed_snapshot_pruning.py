@@ -15,11 +15,10 @@ needs only a little of it:
   that start the key's latest runs, as many as the window;
 - unconsumed_messages judges the moves of a partition's log start between two consecutive log
   offset snapshots with the offsets every group held there at both, and the time each group's
-  OffsetFetch was sent at the earlier one: the partition's rows at both ends of every move the
-  log offset snapshots still show, and at its latest log offset snapshot before the cutoff (from
-  which a snapshot completed late may show a move), and one row per group at each earlier end, the
-  one fetched first (the moves the prune of the log offset snapshots settled are no longer shown,
-  and no run judges them again);
+  OffsetFetch was sent at the earlier one, but never a move the prune of the log offset snapshots
+  settled (every one seen at or before the snapshot recorded in settled_log_start_moves): the
+  partition's rows from its latest log offset snapshot at or before that one on (all of them when
+  none is), and at each of those snapshots one row per group, the one fetched first;
 - coordinator_metrics counts an audited OffsetDelete whose tombstone the log does not show when
   the latest complete snapshot before it held the offset: that row.
 
@@ -32,7 +31,8 @@ after a prune, incrementally and in full; tests/models/test_snapshot_pruning.py 
 
 The cutoff, the leases and the window's size are those of the prune of the log offset snapshots
 (offsets_platform.models.snapshot_pruning), which runs first: the moves it settled need no
-committed offsets here any more.
+committed offsets here any more. It settles every move seen before the cutoff, so of the rows at
+moves, only those at each partition's latest snapshot before the cutoff stay.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from offsets_platform.models.pruning import (
     timestamp_literal,
     version_read_by_every_model,
 )
-from offsets_platform.models.snapshot_pruning import SnapshotPruneResult, status_window_size
+from offsets_platform.models.snapshot_pruning import SETTLED_MOVES_TABLE, SnapshotPruneResult, status_window_size
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -76,7 +76,7 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     if read_by_all is None:
         return SnapshotPruneResult(cutoff=None, rows_before=rows_before, removed=0, dry_run=dry_run,
                                    nothing_because=why_not)
-    cutoff = prune_cutoff(lake, now, horizon)
+    cutoff = prune_cutoff(lake, project, now, horizon)
     emit(f"pruning committed offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC "
          f"that every model has read (table version {read_by_all}) and none can read again")
     _register(spark, lake, read_by_all)
@@ -107,7 +107,7 @@ def _register(spark: "SparkSession", lake: Lake, read_by_all: int) -> None:
     p = _VIEW_PREFIX
     lake.spark_read(spark, PRUNED_TABLE).createOrReplaceTempView(f"{p}rows")
     lake.spark_read(spark, PRUNED_TABLE, read_by_all).createOrReplaceTempView(f"{p}rows_read")
-    for table in ("broker_configs", "log_offset_snapshots", "log_observations", "cleanup_audit"):
+    for table in ("broker_configs", "log_offset_snapshots", "log_observations", "cleanup_audit", SETTLED_MOVES_TABLE):
         lake.spark_read(spark, table).createOrReplaceTempView(f"{p}{table}")
 
 
@@ -117,29 +117,27 @@ def _verdicts(spark: "SparkSession", cutoff: datetime, window_size: int) -> "Dat
     p = _VIEW_PREFIX
     before_cutoff = f"< {timestamp_literal(cutoff)}"
     return spark.sql(f"""
-        with log_rows as (
-            select
-                o.snapshot_id,
-                o.topic,
-                o.`partition`,
-                s.snapshot_at,
-                o.log_start_offset > lag(o.log_start_offset) over w as ends_move,
-                lag(o.snapshot_id) over w as previous_snapshot_id,
-                max(case when s.snapshot_at {before_cutoff} then s.snapshot_at end)
-                    over (partition by o.topic, o.`partition`) as latest_before_cutoff_at
-            from {p}log_offset_snapshots as o
-            inner join {p}broker_configs as s on o.snapshot_id = s.snapshot_id
-            window w as (partition by o.topic, o.`partition` order by s.snapshot_at)
+        with settled_through as (
+            select max(settled_through_at) as snapshot_at from {p}{SETTLED_MOVES_TABLE}
         ),
 
         interval_ends as (
-            -- the snapshots of a partition whose committed offsets bound a move unconsumed_messages
-            -- can judge; opens: the move's earlier end, whose OffsetFetch times it reads too
-            select snapshot_id, topic, `partition`, false as opens from log_rows where ends_move
-            union all
-            select previous_snapshot_id, topic, `partition`, true from log_rows where ends_move
-            union all
-            select snapshot_id, topic, `partition`, true from log_rows where snapshot_at = latest_before_cutoff_at
+            -- the snapshots of a partition whose committed offsets (and OffsetFetch times) bound a
+            -- move unconsumed_messages can still judge: from the latest the settled moves reach on
+            select snapshot_id, topic, `partition`
+            from (
+                select
+                    o.snapshot_id,
+                    o.topic,
+                    o.`partition`,
+                    s.snapshot_at,
+                    max(case when s.snapshot_at <= t.snapshot_at then s.snapshot_at end)
+                        over (partition by o.topic, o.`partition`) as latest_settled_at
+                from {p}log_offset_snapshots as o
+                inner join {p}broker_configs as s on o.snapshot_id = s.snapshot_id
+                cross join settled_through as t
+            )
+            where latest_settled_at is null or snapshot_at >= latest_settled_at
         ),
 
         log_known as (
@@ -205,9 +203,9 @@ def _verdicts(spark: "SparkSession", cutoff: datetime, window_size: int) -> "Dat
                 when x.snapshot_id is not null then 'coordinator_metrics'
             end as kept_because
         from runs as r
-        left join (select distinct snapshot_id, topic, `partition` from interval_ends) as e
+        left join interval_ends as e
             on r.snapshot_id = e.snapshot_id and r.topic = e.topic and r.`partition` = e.`partition`
-        left join (select distinct snapshot_id from interval_ends where opens) as f on r.snapshot_id = f.snapshot_id
+        left join (select distinct snapshot_id from interval_ends) as f on r.snapshot_id = f.snapshot_id
         left join (select distinct * from offset_deletes) as x
             on r.snapshot_id = x.snapshot_id and r.`group` = x.`group` and r.topic = x.topic
             and r.`partition` = x.`partition`

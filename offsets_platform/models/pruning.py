@@ -14,13 +14,15 @@ of each key, and keeps:
 - the commits log_observations keeps (a status window per partition): consumer_status reads them;
 - the commits of a topic partition appended while its log start moved between two snapshots, up
   to the next snapshot's read of it: unconsumed_messages bounds what a group lost with every
-  offset the group held then (its `moves` and `held`).
+  offset the group held then (its `moves` and `held`), but not once the move is settled (a prune
+  of the log offset snapshots settles every move seen before its cutoff, and it runs first).
 
 The records a prune removes are counted per minute first (`pruned_offset_commit_counts`), so that a
 full refresh of offset_commit_counts gives the counts it gave before. Only records that every
 model reading the table has read are candidates, and only those appended before the cutoff: the
-horizon before now (raw records stay readable at least that long) and never after the latest
-complete snapshot, whose interval to the next one may still show a move. So every model answers
+horizon before now (raw records stay readable at least that long), never after the latest
+complete snapshot, whose interval to the next one may still show a move, nor after a complete
+snapshot some model has not read (its moves are not judged yet). So every model answers
 the same after a prune, incrementally or in full (tests/models/test_pruning.py checks it on every
 table), as long as `as_of` is not moved back before the cutoff.
 
@@ -110,7 +112,7 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     if read_by_all is None:
         return PruneResult(cutoff=None, records_before=records_before, removed=0, dry_run=dry_run,
                            nothing_because=why_not)
-    cutoff = prune_cutoff(lake, now, horizon)
+    cutoff = prune_cutoff(lake, project, now, horizon)
     emit(f"pruning offset commit records appended before {cutoff:%Y-%m-%d %H:%M:%S} UTC that every model has "
          f"read (table version {read_by_all}) and none needs")
 
@@ -160,18 +162,37 @@ def version_read_by_every_model(lake: Lake, project: ModelProject, table: str) -
     return min(versions[name] for name in readers), ""
 
 
-def prune_cutoff(lake: Lake, now: datetime, horizon: timedelta) -> datetime:
-    """Rows before it may be pruned: the horizon before now, and never after the latest complete
-    snapshot, whose interval to the next one may still show a move of a log start."""
-    latest_snapshot = latest_complete_snapshot(lake)
-    return min(now - horizon, latest_snapshot) if latest_snapshot is not None else now - horizon
+def prune_cutoff(lake: Lake, project: ModelProject, now: datetime, horizon: timedelta) -> datetime:
+    """Rows before it may be pruned: the horizon before now, never after the latest complete
+    snapshot, whose interval to the next one may still show a move of a log start, nor after a
+    complete snapshot some model has not read: the prune of the log offset snapshots settles the
+    moves before the cutoff as the models judged them."""
+    bounds = [now - horizon, latest_complete_snapshot(lake), _earliest_unread_snapshot(lake, project)]
+    return min(bound for bound in bounds if bound is not None)
 
 
 def latest_complete_snapshot(lake: Lake) -> datetime | None:
     if not lake.exists("broker_configs"):
         return None
-    latest = lake.query("select max(snapshot_at) as at from broker_configs", "broker_configs").column("at")[0].as_py()
-    return latest.replace(tzinfo=timezone.utc) if latest is not None and latest.tzinfo is None else latest
+    return as_utc(lake.query("select max(snapshot_at) as at from broker_configs", "broker_configs").column("at")[0].as_py())
+
+
+def _earliest_unread_snapshot(lake: Lake, project: ModelProject) -> datetime | None:
+    """The earliest complete snapshot (one row of broker_configs each) that some model reading
+    them has not read yet: one that completed late, or after the last refresh."""
+    if not lake.exists("broker_configs"):
+        return None
+    read_by_all, _ = version_read_by_every_model(lake, project, "broker_configs")
+    read = set() if read_by_all is None else set(
+        lake.read_arrow("broker_configs", ["snapshot_id"], version=read_by_all).column("snapshot_id").to_pylist())
+    unread = [row["snapshot_at"] for row in lake.read_arrow("broker_configs", ["snapshot_id", "snapshot_at"]).to_pylist()
+              if row["snapshot_id"] not in read]
+    return as_utc(min(unread)) if unread else None
+
+
+def as_utc(moment: datetime | None) -> datetime | None:
+    """A time Delta gave without a zone, as the UTC it is."""
+    return moment.replace(tzinfo=timezone.utc) if moment is not None and moment.tzinfo is None else moment
 
 
 def _register(spark: "SparkSession", lake: Lake, read_by_all: int, cutoff: datetime) -> None:
@@ -179,7 +200,8 @@ def _register(spark: "SparkSession", lake: Lake, read_by_all: int, cutoff: datet
     every model has read, and the bounds of the candidates."""
     lake.spark_read(spark, PRUNED_TABLE).createOrReplaceTempView(f"{_VIEW_PREFIX}records")
     lake.spark_read(spark, PRUNED_TABLE, read_by_all).createOrReplaceTempView(f"{_VIEW_PREFIX}records_read")
-    for table in ("log_observations", "log_offset_snapshots", "broker_configs", COUNTS_TABLE):
+    for table in ("log_observations", "log_offset_snapshots", "broker_configs", COUNTS_TABLE,
+                  "settled_log_start_moves"):
         lake.spark_read(spark, table).createOrReplaceTempView(f"{_VIEW_PREFIX}{table}")
     # per partition of the log: the candidates lie below the first record every model read that
     # was appended at or after the cutoff (or has no time), else below every record they read
@@ -219,12 +241,14 @@ def _verdicts(spark: "SparkSession") -> "DataFrame":
         moves as (
             -- as unconsumed_messages' moves: the log start moved between two complete snapshots;
             -- the interval runs from the earlier one to the next snapshot's read of the log start.
-            -- A move whose earlier snapshot a prune removed is settled: no run reads its commits.
+            -- A settled move (one a prune settled, or whose earlier snapshot it removed): no run
+            -- reads its commits.
             select topic, partition_id, previous_snapshot_at, coalesce(next_listed_at, listed_at) as interval_end_at
             from (
                 select
                     o.topic,
                     o.`partition` as partition_id,
+                    s.snapshot_at,
                     o.log_start_offset,
                     coalesce(o.listed_at, s.snapshot_at) as listed_at,
                     lag(o.log_start_offset) over w as previous_log_start_offset,
@@ -234,7 +258,9 @@ def _verdicts(spark: "SparkSession") -> "DataFrame":
                 inner join {p}broker_configs as s on o.snapshot_id = s.snapshot_id
                 window w as (partition by o.topic, o.`partition` order by s.snapshot_at)
             )
-            where log_start_offset > previous_log_start_offset
+            where
+                log_start_offset > previous_log_start_offset
+                and coalesce(snapshot_at > (select max(settled_through_at) from {p}settled_log_start_moves), true)
         ),
 
         in_moves as (

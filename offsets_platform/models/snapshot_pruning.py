@@ -17,12 +17,15 @@ as a history per partition, and each needs only part of it:
   partitions the log holds no commit of, the latest consumer_status_window changes of the offset
   the snapshots saw (consumer_observations' rule);
 - unconsumed_messages (and the prune of offset commit records) find the moves of the log start
-  between two consecutive snapshots. A move at or after the cutoff may still be judged again, by
-  commits ingest reads later in its interval, so the latest snapshot before the cutoff stays. A move
-  before it is settled: its losses, as unconsumed_messages judged them, are copied to
-  settled_unconsumed_messages before the snapshot before the move leaves, and unconsumed_messages
-  keeps them from there (a full run takes them as they are, an incremental one never judges them
-  again).
+  between two consecutive snapshots. A move seen after the cutoff may still be judged again, by
+  commits ingest reads later in its interval, so the latest snapshot before the cutoff stays. Every
+  move seen at or before that snapshot (the latest complete one before the cutoff, which every model
+  has read) is settled: its losses, as unconsumed_messages judged them, are copied to
+  settled_unconsumed_messages, then the snapshot is recorded in settled_log_start_moves, and only
+  then do rows leave. unconsumed_messages keeps those losses from there and never judges those
+  moves again (a full run takes them as they are, an incremental one never withdraws them), even
+  where the rows consumer_lag and consumer_status keep still show them. So the prunes of the offset
+  commit records and of the committed offset snapshots may remove what judged them.
 
 So a row of a complete snapshot older than the cutoff leaves when it is older than where
 consumer_lag and consumer_status read its partition from and than the partition's latest snapshot
@@ -32,12 +35,13 @@ still show is one they showed before. tests/models/test_snapshot_pruning.py chec
 is the same with and without the prune, incrementally and in full.
 
 The cutoff and the leases are the prune of offset commit records' (offsets_platform.models.pruning):
-the horizon before now, and never after the latest complete snapshot; only rows every model that
-reads the table has read. Two things make an answer after a prune differ from the one every row
-would give: a topic deleted and created again under the same name (its log start falls), and a
-consumer_status_window raised past the one the last refresh used. A settled loss keeps the
-judgement it had when it was settled: a later change of the watched_groups variable, or a commit of
-its interval that ingest reads only after the horizon has passed, does not change it.
+the horizon before now, never after the latest complete snapshot nor after one some model has not
+read; only rows every model that reads the table has read. Two things make an answer after a prune
+differ from the one every row would give: a topic deleted and created again under the same name
+(its log start falls), and a consumer_status_window raised past the one the last refresh used. A
+settled loss keeps the judgement it had when it was settled: a later change of the watched_groups
+variable, a commit of its interval that ingest reads only after the horizon has passed, or a
+snapshot before it that completes only then, does not change it.
 """
 
 from __future__ import annotations
@@ -46,11 +50,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Callable
 
+import pyarrow as pa
+
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import TABLES
 from offsets_platform.models.project import ModelProject, default_project
 from offsets_platform.models.pruning import (
     DEFAULT_HORIZON,
+    as_utc,
     prune_cutoff,
     timed_under_every_lease,
     timestamp_literal,
@@ -63,6 +70,7 @@ if TYPE_CHECKING:
 
 PRUNED_TABLE = "log_offset_snapshots"
 SETTLED_TABLE = "settled_unconsumed_messages"
+SETTLED_MOVES_TABLE = "settled_log_start_moves"
 _VIEW_PREFIX = "snapshot_prune__"  # the runner caches views by name in a session: these must not clash
 
 
@@ -74,6 +82,7 @@ class SnapshotPruneResult:
     removed: int  # rows removed (would be, in a dry run)
     kept: dict[str, int] = field(default_factory=dict)  # candidates kept, by reason
     losses_settled: int = 0  # unconsumed_messages rows copied to settled_unconsumed_messages (would be)
+    settled_through: datetime | None = None  # the moves seen at or before it are settled; None: none newly
     files_vacuumed: int = 0
     seconds: float = 0.0
     dry_run: bool = False
@@ -98,7 +107,7 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     if read_by_all is None:
         return SnapshotPruneResult(cutoff=None, rows_before=rows_before, removed=0, dry_run=dry_run,
                                    nothing_because=why_not)
-    cutoff = prune_cutoff(lake, now, horizon)
+    cutoff = prune_cutoff(lake, project, now, horizon)
     emit(f"pruning log offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC that "
          f"every model has read (table version {read_by_all}) and none can read again")
     _register(spark, lake, read_by_all, status_window_size(lake))
@@ -106,24 +115,47 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     kept = {row["kept_because"]: row["rows"] for row in verdicts.where("is_candidate")
             .groupBy("kept_because").count().withColumnRenamed("count", "rows").collect()}
     removable = kept.pop(None, 0)
-    doomed = verdicts.where("is_candidate and kept_because is null")
-    settled = _losses_to_settle(spark, doomed, now).toArrow() if removable else None
+    # every row that leaves is before the latest complete snapshot before the cutoff, so the moves
+    # it shows are settled by now, or by this prune
+    settled_through = _newly_settled_through(lake, cutoff)
+    settled = _losses_to_settle(spark, settled_through, now).toArrow() if settled_through else None
     losses_settled = settled.num_rows if settled is not None else 0
     if dry_run:
         return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removable, kept=kept,
-                                   losses_settled=losses_settled, dry_run=True)
-    # Settled before the rows leave: a prune that dies between the two commits leaves settled
-    # losses whose moves the snapshots still show, which unconsumed_messages takes once.
+                                   losses_settled=losses_settled, settled_through=settled_through, dry_run=True)
+    # The losses first, then how far they go, then the rows: a prune that dies after the first
+    # leaves settled losses whose moves are still judged, which unconsumed_messages takes once.
     if losses_settled:
         lake.append(SETTLED_TABLE, settled)
+    if settled_through:
+        lake.append(SETTLED_MOVES_TABLE, pa.Table.from_pylist(
+            [{"settled_through_at": settled_through, "settled_at": now}], schema=TABLES[SETTLED_MOVES_TABLE].schema))
+        emit(f"settled the moves of log starts seen through {settled_through:%Y-%m-%d %H:%M:%S} UTC: "
+             f"{losses_settled:,} losses of unconsumed_messages")
     removed = 0
     if removable:
-        removed = lake.spark_delete_pruned(PRUNED_TABLE, doomed.select("snapshot_id", "topic", "partition"))
-    emit(f"settled {losses_settled:,} losses of unconsumed_messages whose snapshot before the move left; removed "
-         f"{removed:,} of {rows_before:,} log offset snapshot rows; kept of those older " +
+        doomed = verdicts.where("is_candidate and kept_because is null").select("snapshot_id", "topic", "partition")
+        removed = lake.spark_delete_pruned(PRUNED_TABLE, doomed)
+    emit(f"removed {removed:,} of {rows_before:,} log offset snapshot rows; kept of those older " +
          (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
     return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept,
-                               losses_settled=losses_settled, files_vacuumed=lake.vacuum(PRUNED_TABLE))
+                               losses_settled=losses_settled, settled_through=settled_through,
+                               files_vacuumed=lake.vacuum(PRUNED_TABLE))
+
+
+def _newly_settled_through(lake: Lake, cutoff: datetime) -> datetime | None:
+    """The latest complete snapshot before the cutoff, when no prune settled the moves through it
+    yet (every model has read it: the cutoff is never after a snapshot one has not)."""
+    before = [at for at in _utc_times(lake, "broker_configs", "snapshot_at") if at < cutoff]
+    settled = _utc_times(lake, SETTLED_MOVES_TABLE, "settled_through_at")
+    through = max(before, default=None)
+    return through if through is not None and (not settled or through > max(settled)) else None
+
+
+def _utc_times(lake: Lake, table: str, column: str) -> list[datetime]:
+    if not lake.exists(table):
+        return []
+    return [as_utc(moment) for moment in lake.read_arrow(table, [column]).column(column).to_pylist()]
 
 
 def status_window_size(lake: Lake) -> int:
@@ -268,19 +300,17 @@ def _verdicts(spark: "SparkSession", cutoff: datetime) -> "DataFrame":
     """)
 
 
-def _losses_to_settle(spark: "SparkSession", doomed: "DataFrame", now: datetime) -> "DataFrame":
-    """The rows of unconsumed_messages whose snapshot before the move leaves (and with it the move),
-    but those a prune that died before its delete settled already."""
+def _losses_to_settle(spark: "SparkSession", settled_through: datetime, now: datetime) -> "DataFrame":
+    """The rows of unconsumed_messages of the moves seen at or before `settled_through`, but those
+    settled already (by an earlier prune, or one that died before recording how far it settled)."""
     p = _VIEW_PREFIX
-    doomed.select("topic", "partition", "snapshot_at").createOrReplaceTempView(f"{p}doomed")
     columns = ", ".join(f"u.{name}" for name in TABLES[SETTLED_TABLE].schema.names if name != "settled_at")
     return spark.sql(f"""
         select {columns}, {timestamp_literal(now)} as settled_at
         from {p}unconsumed_messages as u
-        left semi join {p}doomed as d
-            on u.topic = d.topic and u.partition_id = d.`partition` and u.previous_snapshot_at = d.snapshot_at
         left anti join {p}{SETTLED_TABLE} as s
             on
                 u.topic = s.topic and u.partition_id = s.partition_id and u.group_id = s.group_id
                 and u.observed_at = s.observed_at
+        where u.observed_at <= {timestamp_literal(settled_through)}
     """)

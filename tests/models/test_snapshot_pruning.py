@@ -29,17 +29,20 @@ of a move they showed, is one case each:
   `latecomer` commits 500 at hour 8, after the prune, and so lost messages in that move;
 - u-0: `auditor`, the group watched_groups lists for topic u, holds no offset, so it loses every
   move: retention deletes the whole log at hour 7 (log start 700) and at hour 8. The snapshots
-  before hour 7 leave, and the loss at hour 7 is settled. After the prune, a snapshot of u alone
-  at half past seven completes late: unconsumed_messages judges the moves from hour 7 on again,
-  and must keep the settled loss, whose move it no longer sees.
+  before hour 7 leave. After the prune, a snapshot of u alone at half past seven completes late:
+  unconsumed_messages judges the moves from hour 7 on again, and must keep the settled loss at
+  hour 7, whose move it no longer judges.
+Every move seen through hour 7, the latest snapshot before the cutoff, is settled, also where the
+log offset snapshots still show it: the losses at hour 6 of `stopped`, `watcher`, `laggard` and
+`slowpoke` too.
 
 Of the committed offsets, every group's latest run of one value keeps its first snapshot, and the
-offsets of a partition stay at both snapshots of each move and at the latest before the cutoff;
-two more groups keep what no such rule would:
+offsets of a partition stay from the latest snapshot the settled moves reach on (hour 7); the
+offsets at the snapshots of the settled moves leave. Two more groups keep what no such rule would:
 - `hopper` holds 7 on v-0 (a topic the log offset snapshots do not list), its OffsetFetch sent
-  five minutes after each snapshot. Between the snapshot at hour 5 and its fetch it commits 5 on
-  t-1 and deletes it: the fetch at hour 5 saw neither, so hopper held no offset while t-1's log
-  start moved. Only its row on v-0 at hour 5 says when that fetch was sent;
+  five minutes after each snapshot. Between the snapshot at hour 7 and its fetch it commits 5 on
+  t-6 and deletes it: the fetch at hour 7 saw neither, so hopper held no offset while t-6's log
+  start moved. Only its row on v-0 at hour 7 says when that fetch was sent;
 - `audited` holds 3 on t-5 until the project's OffsetDelete at half past four, which the log does
   not show: coordinator_metrics counts it because the snapshot at hour 4 held the offset.
 """
@@ -50,9 +53,15 @@ from datetime import timedelta
 
 import pyarrow as pa
 
-from offsets_platform.models import ModelRunner, lake_for_models
+from offsets_platform.models import ModelRunner, default_project, lake_for_models
 from offsets_platform.models.committed_snapshot_pruning import prune_committed_offset_snapshots
-from offsets_platform.models.snapshot_pruning import PRUNED_TABLE, SETTLED_TABLE, prune_log_offset_snapshots
+from offsets_platform.models.pruning import prune_cutoff
+from offsets_platform.models.snapshot_pruning import (
+    PRUNED_TABLE,
+    SETTLED_MOVES_TABLE,
+    SETTLED_TABLE,
+    prune_log_offset_snapshots,
+)
 from proving_ground.lake_checks import model_differences
 from tests.models.bronze_builder import BronzeBuilder, at
 
@@ -130,9 +139,9 @@ def _history(b: BronzeBuilder, first_hour: int, last_hour: int) -> None:
                 _snapshot(b, minutes // 60, held)
             for (group, partition), offset in _commits(minutes).items():
                 b.commit(group, "t", partition, offset, at(minutes=minutes), source_partition=int(group == "reader"))
-            if minutes == 300:  # before the fetch of the snapshot at hour 5
-                b.commit("hopper", "t", 1, 5, at(minutes=302))
-                b.offset_tombstone("hopper", "t", 1, at(minutes=303))
+            if minutes == 420:  # before the fetch of the snapshot at hour 7
+                b.commit("hopper", "t", 6, 5, at(minutes=422))
+                b.offset_tombstone("hopper", "t", 6, at(minutes=423))
         held.update(_commits(minutes))
     _snapshot(b, last_hour, held)
 
@@ -163,10 +172,13 @@ def test_the_models_answer_the_same_after_a_prune_of_the_log_and_committed_offse
     every = [("t", p) for p in PARTITIONS] + [("u", 0)]
     assert left == {(*key, at(hours=h)) for key in every for h in range(first_left.get(key, 1), 9)}
     assert result.removed == 23 == result.rows_before - len(left)
+    assert result.settled_through == at(hours=7)
+    assert pruned.read_arrow(SETTLED_MOVES_TABLE).column("settled_through_at").to_pylist() == [at(hours=7)]
     settled = {(row["topic"], row["group_id"], row["observed_at"])
                for row in pruned.read_arrow(SETTLED_TABLE).to_pylist()}
-    assert settled == {("t", "reader", at(hours=2)), ("u", "auditor", at(hours=7))}
-    assert result.losses_settled == 2
+    assert settled == {("t", "reader", at(hours=2)), ("u", "auditor", at(hours=7))} | {
+        ("t", group, at(hours=6)) for group in ("stopped", "watcher", "laggard", "slowpoke")}
+    assert result.losses_settled == 6
 
     result = prune_committed_offset_snapshots(spark, pruned, horizon=timedelta(0), emit=lambda line: None)
     assert result.cutoff == at(hours=8)
@@ -175,18 +187,20 @@ def test_the_models_answer_the_same_after_a_prune_of_the_log_and_committed_offse
     for row in pruned.read_arrow("committed_offset_snapshots").to_pylist():
         left.setdefault((row["group"], row["topic"], row["partition"]), set()).add(row["snapshot_at"].hour)
     assert left == {
-        ("reader", "t", 0): {5, 6, 7, 8},  # only at t-0's move and the latest before the cutoff: the log has it
-        ("stopped", "t", 1): {1, 5, 6, 7, 8},  # its run's first snapshot, and t-1's move at hour 6
-        ("watcher", "t", 2): {1, 3, 5, 6, 7, 8},  # the log has none: both values for its window
-        ("stuck", "t", 3): {1, 5, 7, 8},  # at hour 5, as stuck's first fetched row (no fetch time known)
-        ("laggard", "t", 4): {1, 5, 6, 7, 8},
-        ("slowpoke", "t", 5): {5, 6, 7, 8},  # its first value (hours 2-5) stays only at t-5's move
+        ("reader", "t", 0): {7, 8},  # only at the latest snapshot before the cutoff: the log has it
+        ("stopped", "t", 1): {1, 7, 8},  # its run's first snapshot; t-1's move at hour 6 is settled
+        ("watcher", "t", 2): {1, 3, 7, 8},  # the log has none: both values for its window
+        ("stuck", "t", 3): {1, 7, 8},
+        ("laggard", "t", 4): {1, 7, 8},
+        ("slowpoke", "t", 5): {6, 7, 8},  # its first value (hours 2-5) no longer bounds a move it judges
         ("audited", "t", 5): {1, 4},
-        ("hopper", "v", 0): {1, 5, 7, 8},
+        ("hopper", "v", 0): {1, 7, 8},
     }
-    assert result.removed == 25 == result.rows_before - sum(map(len, left.values()))
+    assert result.removed == 36 == result.rows_before - sum(map(len, left.values()))
 
     second.write(pruned)
+    # no prune now would pass the snapshot that completed late: no model has judged its moves yet
+    assert prune_cutoff(pruned, default_project(), now=at(hours=10), horizon=timedelta(0)) == at(minutes=450)
     runs = {run.model: run.mode for run in runner.run_all()}
     # the prune's delete is read past like an append: the incremental model stays incremental
     assert runs["unconsumed_messages"] == "incremental"
