@@ -135,8 +135,8 @@ def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], ref
             execution_timezone=TIMEZONE,
             default_status=schedule_status,
             description=f"Runs `prune` once a day ({prune_cron} {TIMEZONE}, set with {PRUNE_CRON_ENV}): the offset "
-                        "commit records and the log and committed offset snapshot rows older than a week that no "
-                        "model needs leave the lake.",
+                        "commit records and the snapshot rows older than a week that no model needs leave the "
+                        "lake.",
         ))
 
     # Dagster 1.13 marks these factories superseded by FreshnessPolicy. A FreshnessPolicy is evaluated

@@ -1,9 +1,10 @@
-"""The `prune` job: the offset commit records and the log and committed offset snapshot rows no
-model needs any more leave the lake.
+"""The `prune` job: the offset commit records and the snapshot rows no model needs any more leave
+the lake.
 
-`offsets-platform prune` as a Dagster job (offsets_platform.models.pruning, snapshot_pruning and
-committed_snapshot_pruning say what is removed, what is kept and why every model answers the same
-afterwards); `prune_schedule` runs it daily (assets/automation.py).
+`offsets-platform prune` as a Dagster job (offsets_platform.models.pruning, snapshot_pruning,
+committed_snapshot_pruning and group_and_config_snapshot_pruning say what is removed, what is kept
+and why every model answers the same afterwards); `prune_schedule` runs it daily
+(assets/automation.py).
 """
 
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
@@ -14,6 +15,7 @@ from pydantic import Field
 
 from assets.resources import LakeResource, SparkResource
 from offsets_platform.models.committed_snapshot_pruning import prune_committed_offset_snapshots
+from offsets_platform.models.group_and_config_snapshot_pruning import prune_group_and_config_snapshots
 from offsets_platform.models.pruning import prune_offset_commits
 from offsets_platform.models.snapshot_pruning import prune_log_offset_snapshots
 from offsets_platform.settings import duration_hours
@@ -34,8 +36,8 @@ def _horizon(config: PruneConfig) -> timedelta:
         raise Failure(description=f"horizon: {error}", allow_retries=False) from error
 
 
-@op(description="Remove the offset commit records (counted first) and the log and committed offset snapshot rows "
-                "older than the horizon that no model needs.")
+@op(description="Remove the offset commit records (counted first) and the snapshot rows older than the horizon "
+                "that no model needs.")
 def prune_lake(context: OpExecutionContext, config: PruneConfig, spark: SparkResource, lake: LakeResource) -> Output:
     horizon = _horizon(config)
     # one after the other: each holds the leases of ingest and every model while it decides and
@@ -52,6 +54,11 @@ def prune_lake(context: OpExecutionContext, config: PruneConfig, spark: SparkRes
                                                  dry_run=config.dry_run, emit=context.log.info)
     if committed.cutoff is None:
         context.log.info(f"committed offset snapshots: nothing to prune: {committed.nothing_because}")
+    others = prune_group_and_config_snapshots(spark.session(), lake.lake(), horizon=horizon, dry_run=config.dry_run,
+                                              emit=context.log.info)
+    for table, result in others.items():
+        if result.cutoff is None:
+            context.log.info(f"{table}: nothing to prune: {result.nothing_because}")
     return Output(None, metadata={
         "dry_run": config.dry_run,
         "records_before": records.records_before,
@@ -68,13 +75,15 @@ def prune_lake(context: OpExecutionContext, config: PruneConfig, spark: SparkRes
         "committed_rows_before": committed.rows_before,
         "committed_rows_removed": committed.removed,
         **{f"committed rows kept: {reason}": count for reason, count in sorted(committed.kept.items())},
-        "files_vacuumed": records.files_vacuumed + snapshots.files_vacuumed + committed.files_vacuumed,
-        "seconds": round(records.seconds + snapshots.seconds + committed.seconds, 1),
+        **{f"{table}: rows {what}": count for table, result in others.items()
+           for what, count in (("before", result.rows_before), ("removed", result.removed))},
+        "files_vacuumed": sum(result.files_vacuumed for result in (records, snapshots, committed, *others.values())),
+        "seconds": round(sum(result.seconds for result in (records, snapshots, committed, *others.values())), 1),
     })
 
 
 @job(name=PRUNE_JOB, executor_def=in_process_executor,
-     description="Remove the offset commit records and the log and committed offset snapshot rows no model "
-                 "needs any more: the lake stays bounded, and every model answers as before.")
+     description="Remove the offset commit records and the snapshot rows no model needs any more: the lake "
+                 "stays bounded, and every model answers as before.")
 def prune_job():
     prune_lake()

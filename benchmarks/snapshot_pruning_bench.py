@@ -1,11 +1,12 @@
-"""Every model's full refresh on a lake, and on the same lake after a prune of its log and committed
-offset snapshots.
+"""Every model's full refresh on a lake, and on the same lake after a prune of its snapshots.
 
 Builds (or reuses, in --lakes) the lake snapshot_history_bench builds: --records generated records and
 --snapshots snapshots, shaped by --snapshot-every-minutes and --retained-snapshots
 (`scale_lake.add_snapshots`). Copies it, refreshes every model on the copy and prunes the copy's log
-offset snapshots, then its committed offset snapshots, at horizon 0 (`prune_log_offset_snapshots`,
-`prune_committed_offset_snapshots`: as of the latest snapshot), each timed, in this process. Then R times (--repeats), the two lakes alternating which goes first: a fresh process
+offset snapshots, then its committed offset snapshots, then its group, member, topic config and
+error snapshots, at horizon 0 (`prune_log_offset_snapshots`, `prune_committed_offset_snapshots`,
+`prune_group_and_config_snapshots`: as of the latest snapshot), each table timed, in this process.
+Then R times (--repeats), the two lakes alternating which goes first: a fresh process
 copies the lake to a new folder and runs a full refresh of every model, one model at a time, and
 prints each model's seconds and a digest of each model table's rows. Prints the rows each prune
 removed and kept, the losses of unconsumed_messages the first settled, each model's median seconds on both
@@ -27,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -70,28 +70,27 @@ def one_refresh(lake: Path, scratch: Path, as_of: str) -> dict:
 
 
 def pruned_copy(lake: Path, into: Path, as_of: str) -> dict:
-    """A copy of the lake, refreshed and then pruned of the log and committed offset snapshot rows
-    no model can read again; what each prune did, by table."""
+    """A copy of the lake, refreshed and then pruned of the snapshot rows no model can read again;
+    what each prune did, by table."""
     from offsets_platform.lake.spark import get_spark
     from offsets_platform.models import ModelRunner, lake_for_models
     from offsets_platform.models.committed_snapshot_pruning import prune_committed_offset_snapshots
+    from offsets_platform.models.group_and_config_snapshot_pruning import prune_group_and_config_snapshots
     from offsets_platform.models.snapshot_pruning import prune_log_offset_snapshots
 
     shutil.copytree(lake, into)
     copy = lake_for_models(into)
     spark = get_spark()
     ModelRunner(spark, copy, variables={"as_of": as_of}, emit=lambda line: None).run_all()
-    done = {}
-    for table, prune in (("log_offset_snapshots", prune_log_offset_snapshots),
-                         ("committed_offset_snapshots", prune_committed_offset_snapshots)):
-        started = time.perf_counter()
-        result = prune(spark, copy, horizon=timedelta(0), now=latest_complete_snapshot(copy),
-                       emit=lambda line: print(line, file=sys.stderr, flush=True))
-        done[table] = {"seconds": time.perf_counter() - started, "rows_before": result.rows_before,
-                       "removed": result.removed, "kept": result.kept, "rows_after": copy.count(table),
-                       "losses_settled": result.losses_settled,
-                       "settled_through": result.settled_through.isoformat() if result.settled_through else None}
-    return done
+    prune = {"horizon": timedelta(0), "now": latest_complete_snapshot(copy),
+             "emit": lambda line: print(line, file=sys.stderr, flush=True)}
+    results = {"log_offset_snapshots": prune_log_offset_snapshots(spark, copy, **prune),
+               "committed_offset_snapshots": prune_committed_offset_snapshots(spark, copy, **prune),
+               **prune_group_and_config_snapshots(spark, copy, **prune)}
+    return {table: {"seconds": result.seconds, "rows_before": result.rows_before, "removed": result.removed,
+                    "kept": result.kept, "rows_after": copy.count(table), "losses_settled": result.losses_settled,
+                    "settled_through": result.settled_through.isoformat() if result.settled_through else None}
+            for table, result in results.items()}
 
 
 def main() -> None:
@@ -125,8 +124,7 @@ def main() -> None:
         paths = {"whole": lakes_root / name, "pruned": scratch / "pruned"}
         # every refresh as of the latest snapshot: the tables are then the same whenever a run takes place
         as_of = f"{latest_complete_snapshot(Lake(paths['whole'])):%Y-%m-%d %H:%M:%S.%f}"
-        print("refreshing a copy of the lake and pruning its log and committed offset snapshots", file=sys.stderr,
-              flush=True)
+        print("refreshing a copy of the lake and pruning its snapshots", file=sys.stderr, flush=True)
         results["prune"] = pruned_copy(paths["whole"], paths["pruned"], as_of)
         for repeat in range(args.repeats):
             for lake in LAKES if repeat % 2 == 0 else LAKES[::-1]:
@@ -145,9 +143,9 @@ def report(results: dict) -> str:
     for table, prune in results["prune"].items():
         kept = ", ".join(f"{count:,} {reason}" for reason, count in sorted(prune["kept"].items()))
         lines.append(f"prune of {table}: {prune['removed']:,} of {prune['rows_before']:,} rows removed in "
-                     f"{prune['seconds']:.1f} s ({prune['rows_after']:,} left); kept of the older ones: {kept}; "
-                     f"{prune['losses_settled']:,} losses of unconsumed_messages settled"
-                     + (f" (the moves seen through {prune['settled_through']})" if prune.get("settled_through") else ""))
+                     f"{prune['seconds']:.1f} s ({prune['rows_after']:,} left); kept of the older ones: {kept or 'none'}"
+                     + (f"; {prune['losses_settled']:,} losses of unconsumed_messages settled, the moves seen through "
+                        f"{prune['settled_through']}" if prune.get("settled_through") else ""))
     lines += ["same rows in every model table on both lakes: " +
               str(all(digests == results["digests"]["whole"][0]
                       for lake in LAKES for digests in results["digests"][lake])), ""]

@@ -79,6 +79,7 @@ def test_models_command_runs_the_models_and_summarises(spark, tmp_path, capsys):
     assert "removed 2 of 12 offset commit records" in output
     assert "log offset snapshots: nothing to prune: " in output  # this lake has no snapshots
     assert "committed offset snapshots: nothing to prune: " in output
+    assert "group snapshots: nothing to prune: " in output
     assert lake_for_models(tmp_path / "lake").count("offset_commit_records") == 10
 
 

@@ -1,9 +1,10 @@
-"""`offsets-platform prune`: remove the offset commit records and the log and committed offset
-snapshot rows no model needs any more.
+"""`offsets-platform prune`: remove the offset commit records and the snapshot rows no model needs
+any more.
 
 What is removed and what is kept, and why the models answer the same afterwards, is in
-offsets_platform.models.pruning, offsets_platform.models.snapshot_pruning and
-offsets_platform.models.committed_snapshot_pruning.
+offsets_platform.models.pruning, offsets_platform.models.snapshot_pruning,
+offsets_platform.models.committed_snapshot_pruning and
+offsets_platform.models.group_and_config_snapshot_pruning.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ if TYPE_CHECKING:
 
 def add_prune_command(commands) -> None:
     prune = commands.add_parser(
-        "prune", help="remove the offset commit records and the log and committed offset snapshot rows older than the "
-                      "horizon that no model needs any more (records counted first; every model answers the same)")
+        "prune", help="remove the offset commit records and the snapshot rows older than the horizon that no model "
+                      "needs any more (records counted first; every model answers the same)")
     prune.add_argument("--home", help="folder holding the lake")
     prune.add_argument("--horizon", default="7d", type=_horizon,
                        help="raw records and snapshot rows stay at least this long, e.g. 7d, 36h (default 7d); "
@@ -45,6 +46,7 @@ def _horizon(text: str) -> timedelta:
 def _prune(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.lake.spark import get_spark
     from offsets_platform.models.committed_snapshot_pruning import prune_committed_offset_snapshots
+    from offsets_platform.models.group_and_config_snapshot_pruning import prune_group_and_config_snapshots
     from offsets_platform.models.pruning import prune_offset_commits
     from offsets_platform.models.snapshot_pruning import prune_log_offset_snapshots
 
@@ -67,6 +69,9 @@ def _prune(args: argparse.Namespace, settings: Settings) -> int:
                   f"{records.seconds:.1f} s")
     _print_snapshot_prune("committed offset snapshot", prune_committed_offset_snapshots(
         spark, lake, horizon=args.horizon, dry_run=args.dry_run, lease_wait_s=args.wait))
+    for table, result in prune_group_and_config_snapshots(spark, lake, horizon=args.horizon, dry_run=args.dry_run,
+                                                          lease_wait_s=args.wait).items():
+        _print_snapshot_prune(_ROWS_OF[table], result)
     return 0
 
 
@@ -80,6 +85,11 @@ def _print_snapshot_prune(rows: str, result: SnapshotPruneResult, also: str = ""
           f"{result.cutoff:%Y-%m-%d %H:%M:%S} UTC; kept of those: {_kept(result.kept)}{also}")
     if not result.dry_run:
         print(f"VACUUM removed {result.files_vacuumed:,} files; {result.seconds:.1f} s")
+
+
+# what a row of each table the prune of the group and config snapshots prunes is
+_ROWS_OF = {"group_snapshots": "group snapshot", "group_member_snapshots": "member snapshot",
+            "topic_configs": "topic config snapshot", "snapshot_errors": "snapshot error"}
 
 
 def _settled(result: SnapshotPruneResult) -> str:

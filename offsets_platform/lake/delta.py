@@ -519,7 +519,8 @@ class Lake:
         spark = keys.sparkSession
         source = f"{name}__pruned_keys"
         keys.select(*spec.keys).createOrReplaceTempView(source)
-        on = " and ".join(f"target.{key} = source.{key}" for key in spec.keys)
+        # null-safe: a key column may be null (snapshot_errors' name, for a call about no group or topic)
+        on = " and ".join(f"target.{key} <=> source.{key}" for key in spec.keys)
         spark.conf.set(_USER_METADATA, PRUNE_COMMIT)
         try:
             spark.sql(f"merge into delta.{spark_identifier(str(self.path(name)))} as target using {source} as source "

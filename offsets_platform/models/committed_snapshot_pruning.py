@@ -44,12 +44,16 @@ from offsets_platform.lake import Lake
 from offsets_platform.models.project import ModelProject, default_project
 from offsets_platform.models.pruning import (
     DEFAULT_HORIZON,
-    prune_cutoff,
+    count_and_delete_unkept,
+    prune_scope,
     timed_under_every_lease,
     timestamp_literal,
-    version_read_by_every_model,
 )
-from offsets_platform.models.snapshot_pruning import SETTLED_MOVES_TABLE, SnapshotPruneResult, status_window_size
+from offsets_platform.models.snapshot_pruning import (
+    SnapshotPruneResult,
+    register_unsettled_move_snapshots,
+    status_window_size,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -71,30 +75,19 @@ def prune_committed_offset_snapshots(spark: "SparkSession", lake: Lake, horizon:
 
 def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: timedelta, now: datetime,
            dry_run: bool, emit: Callable[[str], None]) -> SnapshotPruneResult:
-    rows_before = lake.count(PRUNED_TABLE) if lake.exists(PRUNED_TABLE) else 0
-    read_by_all, why_not = version_read_by_every_model(lake, project, PRUNED_TABLE)
-    if read_by_all is None:
-        return SnapshotPruneResult(cutoff=None, rows_before=rows_before, removed=0, dry_run=dry_run,
-                                   nothing_because=why_not)
-    cutoff = prune_cutoff(lake, project, now, horizon)
+    scope = prune_scope(lake, project, PRUNED_TABLE, now, horizon)
+    if scope.cutoff is None:
+        return SnapshotPruneResult.nothing(scope, dry_run)
+    cutoff, rows_before = scope.cutoff, scope.rows_before
     emit(f"pruning committed offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC "
-         f"that every model has read (table version {read_by_all}) and none can read again")
-    _register(spark, lake, read_by_all)
-    # the candidates' verdicts, computed once for the counts and the delete: they sort the table
+         f"that every model has read (table version {scope.read_by_all}) and none can read again")
+    _register(spark, lake, scope.read_by_all)
+    # the candidates' verdicts sort the table: computed once for the counts and the delete
     verdicts = _verdicts(spark, cutoff, status_window_size(lake)).where("is_candidate") \
-        .select("snapshot_id", "group", "topic", "partition", "kept_because").persist()
-    try:
-        kept = {row["kept_because"]: row["rows"] for row in verdicts.groupBy("kept_because").count()
-                .withColumnRenamed("count", "rows").collect()}
-        removable = kept.pop(None, 0)
-        if dry_run:
-            return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removable, kept=kept,
-                                       dry_run=True)
-        removed = 0
-        if removable:
-            removed = lake.spark_delete_pruned(PRUNED_TABLE, verdicts.where("kept_because is null"))
-    finally:
-        verdicts.unpersist()
+        .select("snapshot_id", "group", "topic", "partition", "kept_because")
+    kept, removed = count_and_delete_unkept(lake, PRUNED_TABLE, verdicts, dry_run)
+    if dry_run:
+        return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept, dry_run=True)
     emit(f"removed {removed:,} of {rows_before:,} committed offset snapshot rows; kept of those older " +
          (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
     return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept,
@@ -102,13 +95,14 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
 
 
 def _register(spark: "SparkSession", lake: Lake, read_by_all: int) -> None:
-    """The views the prune's SQL reads: each table at its latest version, and the rows every model
-    has read apart."""
+    """The views the prune's SQL reads: each table at its latest version, the rows every model has
+    read apart, and the snapshots of the moves unconsumed_messages can still judge."""
     p = _VIEW_PREFIX
     lake.spark_read(spark, PRUNED_TABLE).createOrReplaceTempView(f"{p}rows")
     lake.spark_read(spark, PRUNED_TABLE, read_by_all).createOrReplaceTempView(f"{p}rows_read")
-    for table in ("broker_configs", "log_offset_snapshots", "log_observations", "cleanup_audit", SETTLED_MOVES_TABLE):
+    for table in ("broker_configs", "log_observations", "cleanup_audit"):
         lake.spark_read(spark, table).createOrReplaceTempView(f"{p}{table}")
+    register_unsettled_move_snapshots(spark, lake, f"{p}interval_ends")
 
 
 def _verdicts(spark: "SparkSession", cutoff: datetime, window_size: int) -> "DataFrame":
@@ -117,30 +111,7 @@ def _verdicts(spark: "SparkSession", cutoff: datetime, window_size: int) -> "Dat
     p = _VIEW_PREFIX
     before_cutoff = f"< {timestamp_literal(cutoff)}"
     return spark.sql(f"""
-        with settled_through as (
-            select max(settled_through_at) as snapshot_at from {p}{SETTLED_MOVES_TABLE}
-        ),
-
-        interval_ends as (
-            -- the snapshots of a partition whose committed offsets (and OffsetFetch times) bound a
-            -- move unconsumed_messages can still judge: from the latest the settled moves reach on
-            select snapshot_id, topic, `partition`
-            from (
-                select
-                    o.snapshot_id,
-                    o.topic,
-                    o.`partition`,
-                    s.snapshot_at,
-                    max(case when s.snapshot_at <= t.snapshot_at then s.snapshot_at end)
-                        over (partition by o.topic, o.`partition`) as latest_settled_at
-                from {p}log_offset_snapshots as o
-                inner join {p}broker_configs as s on o.snapshot_id = s.snapshot_id
-                cross join settled_through as t
-            )
-            where latest_settled_at is null or snapshot_at >= latest_settled_at
-        ),
-
-        log_known as (
+        with log_known as (
             select distinct group_id, topic, partition_id from {p}log_observations
         ),
 
@@ -203,9 +174,11 @@ def _verdicts(spark: "SparkSession", cutoff: datetime, window_size: int) -> "Dat
                 when x.snapshot_id is not null then 'coordinator_metrics'
             end as kept_because
         from runs as r
-        left join interval_ends as e
+        -- the snapshots whose committed offsets (and OffsetFetch times) bound a move
+        -- unconsumed_messages can still judge
+        left join {p}interval_ends as e
             on r.snapshot_id = e.snapshot_id and r.topic = e.topic and r.`partition` = e.`partition`
-        left join (select distinct snapshot_id from interval_ends) as f on r.snapshot_id = f.snapshot_id
+        left join (select distinct snapshot_id from {p}interval_ends) as f on r.snapshot_id = f.snapshot_id
         left join (select distinct * from offset_deletes) as x
             on r.snapshot_id = x.snapshot_id and r.`group` = x.`group` and r.topic = x.topic
             and r.`partition` = x.`partition`

@@ -107,12 +107,11 @@ def holding_every_lease(lake: Lake, project: ModelProject, purpose: str, wait_s:
 
 def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: timedelta, now: datetime,
            dry_run: bool, emit: Callable[[str], None]) -> PruneResult:
-    records_before = lake.count(PRUNED_TABLE) if lake.exists(PRUNED_TABLE) else 0
-    read_by_all, why_not = version_read_by_every_model(lake, project, PRUNED_TABLE)
-    if read_by_all is None:
+    scope = prune_scope(lake, project, PRUNED_TABLE, now, horizon)
+    records_before, read_by_all, cutoff = scope.rows_before, scope.read_by_all, scope.cutoff
+    if cutoff is None:
         return PruneResult(cutoff=None, records_before=records_before, removed=0, dry_run=dry_run,
-                           nothing_because=why_not)
-    cutoff = prune_cutoff(lake, project, now, horizon)
+                           nothing_because=scope.nothing_because)
     emit(f"pruning offset commit records appended before {cutoff:%Y-%m-%d %H:%M:%S} UTC that every model has "
          f"read (table version {read_by_all}) and none needs")
 
@@ -142,6 +141,38 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     files = lake.vacuum(PRUNED_TABLE)
     return PruneResult(cutoff=cutoff, records_before=records_before, removed=removed, kept=kept,
                        commits_counted=commits_counted, files_vacuumed=files)
+
+
+@dataclass(frozen=True)
+class PruneScope:
+    """What a prune of one table starts from."""
+    rows_before: int
+    read_by_all: int | None  # the version every model reading the table has read; None: none is a candidate
+    nothing_because: str  # why, when read_by_all is None
+    cutoff: datetime | None  # rows before it are candidates; None when read_by_all is
+
+
+def prune_scope(lake: Lake, project: ModelProject, table: str, now: datetime, horizon: timedelta) -> PruneScope:
+    rows_before = lake.count(table) if lake.exists(table) else 0
+    read_by_all, why_not = version_read_by_every_model(lake, project, table)
+    cutoff = prune_cutoff(lake, project, now, horizon) if read_by_all is not None else None
+    return PruneScope(rows_before, read_by_all, why_not, cutoff)
+
+
+def count_and_delete_unkept(lake: Lake, table: str, verdicts: "DataFrame", dry_run: bool) -> tuple[dict[str, int], int]:
+    """The candidates' `verdicts` (the table's keys and kept_because) counted by why they are kept,
+    and those no reason keeps deleted (counted only, in a dry run): the counts and the rows removed
+    (that would be). The verdicts are computed once for both."""
+    verdicts = verdicts.persist()
+    try:
+        kept = {row["kept_because"]: row["rows"] for row in verdicts.groupBy("kept_because").count()
+                .withColumnRenamed("count", "rows").collect()}
+        removable = kept.pop(None, 0)
+        if dry_run or not removable:
+            return kept, removable
+        return kept, lake.spark_delete_pruned(table, verdicts.where("kept_because is null"))
+    finally:
+        verdicts.unpersist()
 
 
 def version_read_by_every_model(lake: Lake, project: ModelProject, table: str) -> tuple[int | None, str]:

@@ -57,11 +57,11 @@ from offsets_platform.lake.tables import TABLES
 from offsets_platform.models.project import ModelProject, default_project
 from offsets_platform.models.pruning import (
     DEFAULT_HORIZON,
+    PruneScope,
     as_utc,
-    prune_cutoff,
+    prune_scope,
     timed_under_every_lease,
     timestamp_literal,
-    version_read_by_every_model,
 )
 from offsets_platform.models.runner import default_variables
 
@@ -88,6 +88,12 @@ class SnapshotPruneResult:
     dry_run: bool = False
     nothing_because: str = ""  # why no row was a candidate
 
+    @classmethod
+    def nothing(cls, scope: PruneScope, dry_run: bool) -> "SnapshotPruneResult":
+        """The result of a prune no row was a candidate for (scope.nothing_because says why)."""
+        return cls(cutoff=None, rows_before=scope.rows_before, removed=0, dry_run=dry_run,
+                   nothing_because=scope.nothing_because)
+
 
 def prune_log_offset_snapshots(spark: "SparkSession", lake: Lake, horizon: timedelta = DEFAULT_HORIZON,
                                now: datetime | None = None, dry_run: bool = False, lease_wait_s: float = 30.0,
@@ -102,12 +108,10 @@ def prune_log_offset_snapshots(spark: "SparkSession", lake: Lake, horizon: timed
 
 def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: timedelta, now: datetime,
            dry_run: bool, emit: Callable[[str], None]) -> SnapshotPruneResult:
-    rows_before = lake.count(PRUNED_TABLE) if lake.exists(PRUNED_TABLE) else 0
-    read_by_all, why_not = version_read_by_every_model(lake, project, PRUNED_TABLE)
-    if read_by_all is None:
-        return SnapshotPruneResult(cutoff=None, rows_before=rows_before, removed=0, dry_run=dry_run,
-                                   nothing_because=why_not)
-    cutoff = prune_cutoff(lake, project, now, horizon)
+    scope = prune_scope(lake, project, PRUNED_TABLE, now, horizon)
+    rows_before, read_by_all, cutoff = scope.rows_before, scope.read_by_all, scope.cutoff
+    if cutoff is None:
+        return SnapshotPruneResult.nothing(scope, dry_run)
     emit(f"pruning log offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC that "
          f"every model has read (table version {read_by_all}) and none can read again")
     _register(spark, lake, read_by_all, status_window_size(lake))
@@ -156,6 +160,32 @@ def _utc_times(lake: Lake, table: str, column: str) -> list[datetime]:
     if not lake.exists(table):
         return []
     return [as_utc(moment) for moment in lake.read_arrow(table, [column]).column(column).to_pylist()]
+
+
+def register_unsettled_move_snapshots(spark: "SparkSession", lake: Lake, view: str) -> None:
+    """A view `view` of the log offset snapshot rows (snapshot_id, topic, partition) a move that
+    unconsumed_messages can still judge may start or end at: each partition's rows from its latest
+    snapshot at or before the one the moves are settled through on (all of them when none is). The
+    other prunes keep what unconsumed_messages reads at those snapshots."""
+    lake.spark_read(spark, PRUNED_TABLE).createOrReplaceTempView(f"{view}__log_rows")
+    lake.spark_read(spark, "broker_configs").createOrReplaceTempView(f"{view}__broker_configs")
+    lake.spark_read(spark, SETTLED_MOVES_TABLE).createOrReplaceTempView(f"{view}__settled_moves")
+    spark.sql(f"""
+        select snapshot_id, topic, `partition`
+        from (
+            select
+                o.snapshot_id,
+                o.topic,
+                o.`partition`,
+                s.snapshot_at,
+                max(case when s.snapshot_at <= t.snapshot_at then s.snapshot_at end)
+                    over (partition by o.topic, o.`partition`) as latest_settled_at
+            from {view}__log_rows as o
+            inner join {view}__broker_configs as s on o.snapshot_id = s.snapshot_id
+            cross join (select max(settled_through_at) as snapshot_at from {view}__settled_moves) as t
+        )
+        where latest_settled_at is null or snapshot_at >= latest_settled_at
+    """).createOrReplaceTempView(view)
 
 
 def status_window_size(lake: Lake) -> int:

@@ -113,6 +113,10 @@ def test_the_models_answer_the_same_after_a_prune_incrementally_and_in_full(spar
     # committed offset snapshots, those at the move: only the latest before the cutoff stays
     assert "records kept: log start moved" not in again
     assert (again["committed_rows_before"], again["committed_rows_removed"]) == (8, 4)
+    # and the group and topic config snapshots: the Empty groups keep their first row, t's configs
+    # stay from the move's latest snapshot before the cutoff on
+    assert [again[f"{table}: rows {what}"] for table in ("group_snapshots", "topic_configs")
+            for what in ("before", "removed")] == [8, 4, 4, 2]
     assert again["commits_counted"] == sum(1 for part in (first, second) for row in part.rows[PRUNED_TABLE]
                                            if not row["tombstone"] and at(hours=4) <= row["source_timestamp"] < at(hours=6))
     runs = {run.model: run.mode for run in runner.run_all()}
