@@ -153,6 +153,7 @@ class PruneScope:
 
 
 def prune_scope(lake: Lake, project: ModelProject, table: str, now: datetime, horizon: timedelta) -> PruneScope:
+    """The rows of `table` now, the version every model reading it has read, and the cutoff."""
     rows_before = lake.count(table) if lake.exists(table) else 0
     read_by_all, why_not = version_read_by_every_model(lake, project, table)
     cutoff = prune_cutoff(lake, project, now, horizon) if read_by_all is not None else None
