@@ -51,6 +51,7 @@ from offsets_platform.models.pruning import (
 )
 from offsets_platform.models.snapshot_pruning import (
     SnapshotPruneResult,
+    finished_prune,
     register_unsettled_move_snapshots,
     status_window_size,
 )
@@ -78,20 +79,14 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     scope = prune_scope(lake, project, PRUNED_TABLE, now, horizon)
     if scope.cutoff is None:
         return SnapshotPruneResult.nothing(scope, dry_run)
-    cutoff, rows_before = scope.cutoff, scope.rows_before
-    emit(f"pruning committed offset snapshot rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC "
-         f"that every model has read (table version {scope.read_by_all}) and none can read again")
+    emit(f"pruning committed offset snapshot rows of complete snapshots before {scope.cutoff:%Y-%m-%d %H:%M:%S} "
+         f"UTC that every model has read (table version {scope.read_by_all}) and none can read again")
     _register(spark, lake, scope.read_by_all)
     # the candidates' verdicts sort the table: computed once for the counts and the delete
-    verdicts = _verdicts(spark, cutoff, status_window_size(lake)).where("is_candidate") \
+    verdicts = _verdicts(spark, scope.cutoff, status_window_size(lake)).where("is_candidate") \
         .select("snapshot_id", "group", "topic", "partition", "kept_because")
     kept, removed = count_and_delete_unkept(lake, PRUNED_TABLE, verdicts, dry_run)
-    if dry_run:
-        return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept, dry_run=True)
-    emit(f"removed {removed:,} of {rows_before:,} committed offset snapshot rows; kept of those older " +
-         (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
-    return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept,
-                               files_vacuumed=lake.vacuum(PRUNED_TABLE))
+    return finished_prune(lake, PRUNED_TABLE, "committed offset snapshot", scope, kept, removed, dry_run, emit)
 
 
 def _register(spark: "SparkSession", lake: Lake, read_by_all: int) -> None:

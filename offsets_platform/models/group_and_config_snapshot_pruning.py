@@ -46,7 +46,11 @@ from offsets_platform.models.pruning import (
     timed_under_every_lease,
     timestamp_literal,
 )
-from offsets_platform.models.snapshot_pruning import SnapshotPruneResult, register_unsettled_move_snapshots
+from offsets_platform.models.snapshot_pruning import (
+    SnapshotPruneResult,
+    finished_prune,
+    register_unsettled_move_snapshots,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,8 +59,8 @@ PRUNED_TABLES = ("group_snapshots", "group_member_snapshots", "topic_configs", "
 _VIEW_PREFIX = "group_config_prune__"  # the runner caches views by name in a session: these must not clash
 
 # Per table, why a row of a complete snapshot stays (null: no model can read it again): a join
-# and an expression over `r` (the row and, of group_snapshots, its run of one state) and `e` (the snapshots and partitions of the moves unconsumed_messages can still
-# judge).
+# and an expression over `r` (the row and, of group_snapshots, its run of one state) and `e` (the
+# snapshots and partitions of the moves unconsumed_messages can still judge, `{p}ends`).
 _KEPT_BECAUSE = {
     "group_snapshots": ("", """
         case
@@ -92,28 +96,24 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, table: str,
     scope = prune_scope(lake, project, table, now, horizon)
     if scope.cutoff is None:
         return SnapshotPruneResult.nothing(scope, dry_run)
-    cutoff, rows_before = scope.cutoff, scope.rows_before
-    emit(f"pruning {table} rows of complete snapshots before {cutoff:%Y-%m-%d %H:%M:%S} UTC that every model has "
-         f"read (table version {scope.read_by_all}) and none can read again")
+    emit(f"pruning {table} rows of complete snapshots before {scope.cutoff:%Y-%m-%d %H:%M:%S} UTC that every "
+         f"model has read (table version {scope.read_by_all}) and none can read again")
     _register(spark, lake, table, scope.read_by_all)
-    kept, removed = count_and_delete_unkept(lake, table, _verdicts(spark, table, cutoff), dry_run)
-    if dry_run:
-        return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept, dry_run=True)
-    emit(f"removed {removed:,} of {rows_before:,} {table} rows; kept of those older " +
-         (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
-    return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept,
-                               files_vacuumed=lake.vacuum(table))
+    kept, removed = count_and_delete_unkept(lake, table, _verdicts(spark, table, scope.cutoff), dry_run)
+    return finished_prune(lake, table, table, scope, kept, removed, dry_run, emit)
 
 
 def _register(spark: "SparkSession", lake: Lake, table: str, read_by_all: int) -> None:
     """The views the prune's SQL reads: the table and broker_configs at their latest versions, the
-    snapshots of the table every model has read, and those of the moves not settled."""
+    snapshots of the table every model has read, and, for the rules that read them, those of the
+    moves not settled."""
     p = _VIEW_PREFIX
     lake.spark_read(spark, table).createOrReplaceTempView(f"{p}rows")
     lake.spark_read(spark, table, read_by_all).select("snapshot_id").distinct() \
         .createOrReplaceTempView(f"{p}snapshots_read")
     lake.spark_read(spark, "broker_configs").createOrReplaceTempView(f"{p}broker_configs")
-    register_unsettled_move_snapshots(spark, lake, f"{p}ends")
+    if _KEPT_BECAUSE[table][0]:  # the rule joins them
+        register_unsettled_move_snapshots(spark, lake, f"{p}ends")
 
 
 def _verdicts(spark: "SparkSession", table: str, cutoff: datetime) -> "DataFrame":

@@ -136,8 +136,7 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     if removable:
         doomed = verdicts.where("below_cutoff and kept_because is null").select("source_partition", "source_offset")
         removed = lake.spark_delete_pruned(PRUNED_TABLE, doomed)
-    emit(f"removed {removed:,} of {records_before:,} records; kept of those older " +
-         (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
+    emit(f"removed {removed:,} of {records_before:,} records; kept of those older {kept_counts(kept)}")
     files = lake.vacuum(PRUNED_TABLE)
     return PruneResult(cutoff=cutoff, records_before=records_before, removed=removed, kept=kept,
                        commits_counted=commits_counted, files_vacuumed=files)
@@ -174,6 +173,11 @@ def count_and_delete_unkept(lake: Lake, table: str, verdicts: "DataFrame", dry_r
         return kept, lake.spark_delete_pruned(table, verdicts.where("kept_because is null"))
     finally:
         verdicts.unpersist()
+
+
+def kept_counts(kept: dict[str, int]) -> str:
+    """The rows (or records) a prune kept of the candidates, by reason, for its log line."""
+    return ", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"
 
 
 def version_read_by_every_model(lake: Lake, project: ModelProject, table: str) -> tuple[int | None, str]:

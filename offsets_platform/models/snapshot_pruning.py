@@ -59,6 +59,7 @@ from offsets_platform.models.pruning import (
     DEFAULT_HORIZON,
     PruneScope,
     as_utc,
+    kept_counts,
     prune_scope,
     timed_under_every_lease,
     timestamp_literal,
@@ -140,11 +141,23 @@ def _prune(spark: "SparkSession", lake: Lake, project: ModelProject, horizon: ti
     if removable:
         doomed = verdicts.where("is_candidate and kept_because is null").select("snapshot_id", "topic", "partition")
         removed = lake.spark_delete_pruned(PRUNED_TABLE, doomed)
-    emit(f"removed {removed:,} of {rows_before:,} log offset snapshot rows; kept of those older " +
-         (", ".join(f"{count:,} ({reason})" for reason, count in sorted(kept.items())) or "none"))
+    emit(f"removed {removed:,} of {rows_before:,} log offset snapshot rows; kept of those older {kept_counts(kept)}")
     return SnapshotPruneResult(cutoff=cutoff, rows_before=rows_before, removed=removed, kept=kept,
                                losses_settled=losses_settled, settled_through=settled_through,
                                files_vacuumed=lake.vacuum(PRUNED_TABLE))
+
+
+def finished_prune(lake: Lake, table: str, rows: str, scope: PruneScope, kept: dict[str, int], removed: int,
+                   dry_run: bool, emit: Callable[[str], None]) -> SnapshotPruneResult:
+    """The result of a prune of a snapshot table (`rows`: what its rows are) that kept `kept` of the
+    candidates and removed `removed` rows (would remove, in a dry run); said, and the table
+    vacuumed, unless a dry run."""
+    if dry_run:
+        return SnapshotPruneResult(cutoff=scope.cutoff, rows_before=scope.rows_before, removed=removed, kept=kept,
+                                   dry_run=True)
+    emit(f"removed {removed:,} of {scope.rows_before:,} {rows} rows; kept of those older {kept_counts(kept)}")
+    return SnapshotPruneResult(cutoff=scope.cutoff, rows_before=scope.rows_before, removed=removed, kept=kept,
+                               files_vacuumed=lake.vacuum(table))
 
 
 def _newly_settled_through(lake: Lake, cutoff: datetime) -> datetime | None:
