@@ -34,8 +34,9 @@ from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plan_list import open_plan_ids
-from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, CleanupPlan, PlanError, build_plan, facts_text, load_plan,
-                                           save_plan)
+from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, RESET_OFFSET, CleanupPlan, PlanError, build_plan,
+                                           facts_text, load_plan, save_plan)
+from offsets_platform.cleanup.reset_plans import reset_cost
 
 # Dagster's concurrency pool of the plan asset and the approve and apply ops
 CLEANUP_POOL = "cleanup"
@@ -168,7 +169,8 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
         raise Failure(description=str(error), allow_retries=False) from error
     if approval.older_facts:
         context.log.warning(approval.older_facts)
-    context.log.info(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {plan_id}")
+    context.log.info(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {plan_id}"
+                     + (f"; {reset_cost(chosen)}" if any(a.action == RESET_OFFSET for a in chosen) else ""))
     return Output(None, metadata={
         "plan_id": plan.plan_id,
         "plan_created_by": plan.created_by,
@@ -184,7 +186,8 @@ class ApplyConfig(Config):
     dry_run: bool = Field(default=False, description="only show and audit what would be sent")
 
 
-@op(description="Apply the approved actions of a plan (OffsetDelete, DeleteGroups), re-checking each group first.",
+@op(description="Apply the approved actions of a plan (OffsetDelete, DeleteGroups, an offset reset's OffsetCommit), "
+                "re-checking each group first.",
     pool=CLEANUP_POOL)
 def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka: KafkaResource,
                         lake: LakeResource) -> None:
@@ -195,8 +198,9 @@ def apply_approved_plan(context: OpExecutionContext, config: ApplyConfig, kafka:
                             emit=context.log.info)
     except PlanError as error:  # the reason alone heads the failed run: unknown, expired, not (validly) approved
         raise Failure(description=str(error), allow_retries=False) from error
-    context.log.info(f"plan {plan_id}: {result.count('deleted')} deleted, {result.count('skipped')} skipped, "
-                     f"{result.count('failed')} failed, {result.count('dry_run')} shown (dry run)")
+    context.log.info(f"plan {plan_id}: {result.count('deleted')} deleted, {result.count('committed')} committed "
+                     f"(offset resets), {result.count('skipped')} skipped, {result.count('failed')} failed, "
+                     f"{result.count('dry_run')} shown (dry run)")
     if result.failed:
         raise RuntimeError(f"plan {plan_id}: Kafka answered {result.refused} actions with an error; "
                            "see cleanup_audit")

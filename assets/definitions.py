@@ -10,6 +10,7 @@ from assets.alerts import build_alerts
 from assets.automation import build_automation
 from assets.bronze import offsets_topic_bronze
 from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables, open_cleanup_plans_sensor
+from assets.reset import plan_offset_reset
 from assets.maintenance import prune_job
 from assets.models import ModelsResource, model_assets
 from assets.quality import expectation_checks
@@ -91,7 +92,7 @@ alert_job, alerts_sensor = build_alerts()
 defs = Definitions(
     assets=assets,
     asset_checks=[*expectation_checks(project), *automation.asset_checks],
-    jobs=[refresh_job, ingest_job, approve_cleanup, apply_cleanup, prune_job, *automation.jobs, alert_job],
+    jobs=[refresh_job, ingest_job, plan_offset_reset, approve_cleanup, apply_cleanup, prune_job, *automation.jobs, alert_job],
     schedules=automation.schedules,
     sensors=[*automation.sensors, alerts_sensor, open_cleanup_plans_sensor],
     resources={

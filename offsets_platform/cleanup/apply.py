@@ -4,6 +4,8 @@ Only approved actions of an unexpired plan are applied. Under four-eyes (the def
 approvals.py) an approval by the plan's own author does not count: checked again here, as the
 configuration may have changed since the approval, or an older version recorded it without the
 check. Actions the audit already shows as done are not repeated, so applying again is safe.
+An offset reset (reset_plans.py) commits the offsets the plan resolved, in one OffsetCommit per
+group, and is skipped when the group is no longer inactive or its committed offset changed.
 Right before a group's actions the live state is read again (the describe API of the group's
 type: DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe or ShareGroupDescribe; then
 OffsetFetch, and DescribeShareGroupOffsets for a share group), and an action whose facts changed is
@@ -29,8 +31,10 @@ from typing import Callable
 
 from offsets_platform.cleanup import kafka_calls
 from offsets_platform.cleanup.approvals import AUDIT, approved_actions, self_approval_permitted
-from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
-from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction, PlanError, load_plan, offset_key
+from offsets_platform.cleanup.audit import COMMITTED, DELETED, DONE, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
+from offsets_platform.cleanup.plans import (
+    DELETE_GROUPS, OFFSET_DELETE, RESET_OFFSET, PlannedAction, PlanError, load_plan, offset_key,
+)
 from offsets_platform.cleanup.reconcile import reconcile_intents
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.lake import Lake
@@ -65,9 +69,10 @@ class ApplyResult:
 
 
 def done_actions(lake: Lake, plan_id: str) -> set[str]:
-    """Actions of the plan the audit shows as deleted (never sent again)."""
+    """Actions of the plan the audit shows as done: deleted, or an offset reset committed (never
+    sent again)."""
     rows = lake.query(f"select distinct action_id from {AUDIT} where plan_id = {lake_string(plan_id)} "
-                      "and outcome = 'deleted'", AUDIT).to_pylist()
+                      f"and outcome in ({', '.join(map(lake_string, DONE))})", AUDIT).to_pylist()
     return {row["action_id"] for row in rows}
 
 
@@ -134,6 +139,9 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
                 offsets = [a for a in ready if a.action == OFFSET_DELETE]
                 if offsets:
                     _delete_offsets(admin, group, offsets, audit, dry_run, emit)
+                resets = [a for a in ready if a.action == RESET_OFFSET]
+                if resets:
+                    _reset_offsets(admin, group, resets, audit, dry_run, emit)
                 groups_to_delete += [a for a in ready if a.action == DELETE_GROUPS]
             if groups_to_delete:
                 _delete_groups(admin, groups_to_delete, audit, dry_run, emit)
@@ -142,15 +150,30 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
 
 def _delete_offsets(admin, group: str, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool, emit) -> None:
     partitions = [(a.topic, a.partition) for a in actions]
+    _send_for_partitions("OffsetDelete", DELETED, f"partitions={partitions}", group, actions, audit, dry_run, emit,
+                         lambda: kafka_calls.delete_offsets(admin, group, partitions))
+
+
+def _reset_offsets(admin, group: str, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool, emit) -> None:
+    """Commit the planned offsets, exactly the numbers the plan resolved, in one OffsetCommit."""
+    offsets = {(a.topic, a.partition): a.facts["target_offset"] for a in actions}
+    _send_for_partitions("OffsetCommit", COMMITTED, f"offsets={offsets}", group, actions, audit, dry_run, emit,
+                         lambda: kafka_calls.commit_offsets(admin, group, offsets))
+
+
+def _send_for_partitions(request: str, done: str, what: str, group: str, actions: list[PlannedAction],
+                         audit: PlanAudit, dry_run: bool, emit, send) -> None:
+    """Audit the intent, send one request about some partitions of `group` (`send()`: one outcome per
+    partition), audit Kafka's answers: `done`, or 'failed' with Kafka's error."""
     if dry_run:
-        emit(f"  would send OffsetDelete group={group} partitions={partitions}")
-        audit.record(actions, DRY_RUN, None, "OffsetDelete not sent (dry run)")
+        emit(f"  would send {request} group={group} {what}")
+        audit.record(actions, DRY_RUN, None, f"{request} not sent (dry run)")
         return
     by_partition = {(a.topic, a.partition): a for a in actions}
-    intents = audit.intents(actions, f"OffsetDelete of {len(actions)} partitions of {group}")
+    intents = audit.intents(actions, f"{request} of {len(actions)} partitions of {group}")
     # a group-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) comes back on every partition
-    answered = [(by_partition[(o.topic, o.partition)], FAILED if o.error else DELETED, o.error, o.message)
-                for o in kafka_calls.delete_offsets(admin, group, partitions)]
+    answered = [(by_partition[(o.topic, o.partition)], FAILED if o.error else done, o.error, o.message)
+                for o in send()]
     _record_answers(audit, answered, intents, emit)
 
 
@@ -219,6 +242,8 @@ def changed_facts(action: PlannedAction, live) -> str | None:
     planned_members = action.facts.get("member_count") or 0
     if live.member_count > planned_members and (action.action == DELETE_GROUPS or planned_members == 0):
         return f"the group gained members ({live.member_count} now, {planned_members} when planned)"
+    if action.action == RESET_OFFSET:
+        return _changed_reset_facts(action, live)
     if action.action == OFFSET_DELETE:
         if live.subscribed_topics is not None and action.topic in live.subscribed_topics:
             return f"a member of {action.group} subscribes to {action.topic} again"
@@ -248,4 +273,17 @@ def changed_facts(action: PlannedAction, live) -> str | None:
         if planned_share is not None and new_share:
             return (f"the share group has state on partitions the plan does not name ({', '.join(new_share)}): "
                     "it consumed them since the plan")
+    return None
+
+
+def _changed_reset_facts(action: PlannedAction, live) -> str | None:
+    """A reset goes only to a group that is still inactive (Kafka's rule) and whose committed
+    offset is still the one the plan saw: the messages read again or skipped were counted from it."""
+    if live.state not in ("Empty", "Dead"):
+        return f"the group is {live.state} now: Kafka resets the offsets of an inactive group only"
+    planned = action.facts.get("committed_offset")
+    committed = live.committed_offsets.get((action.topic, action.partition))
+    if committed != planned:
+        return (f"the group's committed offset changed since the plan ({'none' if committed is None else committed} "
+                f"now, {'none' if planned is None else planned} when planned)")
     return None

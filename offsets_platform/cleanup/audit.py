@@ -4,13 +4,14 @@ Each request an apply sends is audited twice:
 
 1. right before it goes out, one 'sending' row per partition (OffsetDelete) or group
    (DeleteGroups) it names: the intent, committed to Delta before the request leaves;
-2. once Kafka answered, one row per partition or group, 'deleted' or 'failed' with Kafka's error
-   name, whose `intent_id` is the audit_id of its intent. A request's outcomes are one commit.
+2. once Kafka answered, one row per partition or group, 'deleted' ('committed' for an offset
+   reset) or 'failed' with Kafka's error name, whose `intent_id` is the audit_id of its intent.
+   A request's outcomes are one commit.
 
 An intent that no outcome row names means the apply stopped in between (killed, its machine
 lost): the request may or may not have reached the broker. The next apply of the plan settles
 it from the broker's state before anything else (reconcile.py): 'deleted', or 'interrupted' when
-the broker still holds the offset or group. Actions that are not sent get one row without
+the broker still holds the offset or group ('committed' when the group's offset is the reset's). Actions that are not sent get one row without
 intent: 'skipped' (the live facts changed, or Kafka refused the re-check's read of the group: then
 with Kafka's error name, and the ACL to add in `detail`) or 'dry_run'.
 """
@@ -29,6 +30,8 @@ from offsets_platform.lake import Lake
 
 SENDING = "sending"
 DELETED = "deleted"
+COMMITTED = "committed"  # an offset reset's OffsetCommit took effect
+DONE = (DELETED, COMMITTED)  # an action with one of these outcomes is never sent again
 FAILED = "failed"
 INTERRUPTED = "interrupted"
 SKIPPED = "skipped"

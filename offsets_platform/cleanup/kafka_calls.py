@@ -7,6 +7,8 @@
 - `topic_metadata`: Metadata, for the partitions of a topic named without any (as Kafka's tool).
 - `delete_offsets`: one OffsetDelete (KIP-496) for one group, sent to its coordinator.
 - `delete_groups`: DeleteGroups (KIP-229), one request per coordinator.
+- `commit_offsets`: OffsetCommit from outside the group, which applies an offset reset.
+- `log_offsets`: ListOffsets (earliest, latest, by time), the log's facts an offset reset rests on.
 
 The broker's answers come back as values, never as exceptions: a cleanup records every outcome
 per partition or per group, including the ones the broker refused. A connection lost before the
@@ -31,6 +33,8 @@ from typing import Iterable
 
 import kafka.errors as Errors
 from kafka import TopicPartition
+from kafka.admin import OffsetSpec
+from kafka.structs import OffsetAndMetadata
 
 from offsets_platform.kafka.admin_calls import (
     CALL_ERRORS, CONNECTION_ERRORS, SnapshotAdminClient, error_name,
@@ -290,6 +294,37 @@ def delete_offsets(admin: SnapshotAdminClient, group: str,
         return _on_every_partition(requested, error, CONNECTION_LOST)
     except CALL_ERRORS as error:
         return _on_every_partition(requested, error, explain_error(admin, "OffsetDelete", error, group=group))
+    return _partition_outcomes(admin, "OffsetDelete", group, requested, answered)
+
+
+def commit_offsets(admin: SnapshotAdminClient, group: str,
+                   offsets: dict[tuple[str, int], int]) -> list[PartitionOutcome]:
+    """Commit `offsets` for `group` from outside it, in one OffsetCommit to its coordinator, as
+    Kafka's `Admin.alterConsumerGroupOffsets` does (generation -1, no member id: the coordinator
+    takes it only from a group without members), and return one outcome per partition.
+
+    A group-level error (the coordinator not found, or the connection lost before the answer) is
+    returned on every partition with `group_level=True`.
+    """
+    requested = list(offsets)
+    if not requested:
+        return []
+    if not _sendable(group):
+        return _on_every_partition(requested, Errors.InvalidGroupIdError.errno, _NOT_UTF8)
+    commit = {TopicPartition(topic, partition): OffsetAndMetadata(offset, "", None)
+              for (topic, partition), offset in offsets.items()}
+    try:
+        answered = admin.alter_group_offsets(group, commit)
+    except CONNECTION_ERRORS as error:
+        return _on_every_partition(requested, error, CONNECTION_LOST)
+    except CALL_ERRORS as error:
+        return _on_every_partition(requested, error, explain_error(admin, "OffsetCommit", error, group=group))
+    return _partition_outcomes(admin, "OffsetCommit", group, requested, answered)
+
+
+def _partition_outcomes(admin: SnapshotAdminClient, request: str, group: str, requested: list[tuple[str, int]],
+                        answered: dict) -> list[PartitionOutcome]:
+    """One outcome per requested partition from the broker's error per TopicPartition."""
     outcomes = []
     for topic, partition in requested:
         error_type = answered.get(TopicPartition(topic, partition))
@@ -300,9 +335,44 @@ def delete_offsets(admin: SnapshotAdminClient, group: str,
             outcomes.append(PartitionOutcome(topic, partition, None, None))
         else:
             outcomes.append(PartitionOutcome(topic, partition, error_name(error_type.errno),
-                                             explain_error(admin, "OffsetDelete", error_type.errno,
+                                             explain_error(admin, request, error_type.errno,
                                                            group=group, topic=topic)))
     return outcomes
+
+
+@dataclass(frozen=True)
+class LogOffsets:
+    """A partition's log start and end, and the first offset at or after a time (None: no record
+    that late, or no time asked)."""
+
+    log_start: int
+    log_end: int
+    at_time: int | None = None
+
+
+def log_offsets(admin: SnapshotAdminClient, partitions: list[tuple[str, int]],
+                at_ms: int | None = None) -> dict[tuple[str, int], LogOffsets]:
+    """ListOffsets EARLIEST and LATEST of `partitions`, and by timestamp when `at_ms` is given,
+    READ_UNCOMMITTED as Kafka's tool asks (each request goes to the partition's leader).
+
+    Raises:
+        BrokerUnreachable: the connection failed.
+        KafkaError: the broker refused a partition (kafka-python raises the first such error).
+    """
+    tps = [TopicPartition(topic, partition) for topic, partition in partitions]
+    if not tps:
+        return {}
+    try:
+        earliest = admin.list_partition_offsets({tp: OffsetSpec.EARLIEST for tp in tps})
+        latest = admin.list_partition_offsets({tp: OffsetSpec.LATEST for tp in tps})
+        by_time = admin.list_partition_offsets({tp: at_ms for tp in tps}) if at_ms is not None else {}
+    except CONNECTION_ERRORS as error:
+        raise _unreachable(admin, error) from error
+    # ListOffsets by timestamp answers -1 where no record is that late
+    return {(tp.topic, tp.partition): LogOffsets(earliest[tp].offset, latest[tp].offset,
+                                                  by_time[tp].offset if tp in by_time and by_time[tp].offset >= 0
+                                                  else None)
+            for tp in tps}
 
 
 def delete_groups(admin: SnapshotAdminClient, groups: Iterable[str]) -> list[GroupOutcome]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from offsets_platform.cleanup.approvals import APPROVALS, AUDIT, approval_counts, self_approval_permitted
-from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SKIPPED
+from offsets_platform.cleanup.audit import COMMITTED, DELETED, DONE, DRY_RUN, FAILED, SKIPPED
 from offsets_platform.cleanup.plans import PLANS
 from offsets_platform.lake import Lake
 from offsets_platform.lake.sql_literals import lake_string, lake_timestamp
@@ -22,8 +22,8 @@ APPLIED, EXPIRED, APPROVED, AWAITING_APPROVAL = "applied", "expired", "approved"
 
 def plan_summaries(lake: Lake, limit: int | None = None, now: datetime | None = None) -> list[dict]:
     """One row per stored plan, newest first (at most `limit`): plan_id, created_at, created_by,
-    age_s, expires_at, actions, approved, deleted, skipped, failed, state (APPLIED once every
-    action was deleted, EXPIRED when it ran out first, else APPROVED or AWAITING_APPROVAL).
+    age_s, expires_at, actions, approved, deleted, committed (offset resets), skipped, failed, state
+    (APPLIED once every action was done: deleted, or its reset committed; EXPIRED when it ran out first, else APPROVED or AWAITING_APPROVAL).
 
     Three queries whatever the number of plans (plans, approvals, audit): a lake may hold
     thousands of plans, and a query per plan made listing them all slow."""
@@ -41,8 +41,9 @@ def plan_summaries(lake: Lake, limit: int | None = None, now: datetime | None = 
     summaries = []
     for row in plans:
         outcomes = latest.get(row["plan_id"], {})
-        counts = {outcome: sum(value == outcome for value in outcomes.values()) for outcome in (DELETED, SKIPPED, FAILED)}
-        if counts[DELETED] == row["actions"]:
+        counts = {outcome: sum(value == outcome for value in outcomes.values())
+                  for outcome in (DELETED, COMMITTED, SKIPPED, FAILED)}
+        if counts[DELETED] + counts[COMMITTED] == row["actions"]:
             state = APPLIED
         elif now >= row["expires_at"]:  # CleanupPlan.expired
             state = EXPIRED
@@ -56,8 +57,8 @@ def plan_summaries(lake: Lake, limit: int | None = None, now: datetime | None = 
 
 
 def open_plan_ids(lake: Lake, now: datetime | None = None) -> list[str]:
-    """The plans a person may still approve or apply: not expired, and some action not deleted
-    yet; newest first. The Dagster launchpad offers these (assets/cleanup.py)."""
+    """The plans a person may still approve or apply: not expired, and some action not done yet
+    (deleted, or its reset committed); newest first. The Dagster launchpad offers these (assets/cleanup.py)."""
     now = now or datetime.now(timezone.utc)
     plans = lake.query(f"""
         select plan_id, min(created_at) as created_at, count(*) as actions
@@ -65,7 +66,7 @@ def open_plan_ids(lake: Lake, now: datetime | None = None) -> list[str]:
         group by plan_id order by created_at desc, plan_id""", PLANS).to_pylist()
     latest = _latest_outcomes(lake)
     return [row["plan_id"] for row in plans
-            if sum(outcome == DELETED for outcome in latest.get(row["plan_id"], {}).values()) < row["actions"]]
+            if sum(outcome in DONE for outcome in latest.get(row["plan_id"], {}).values()) < row["actions"]]
 
 
 def _latest_outcomes(lake: Lake) -> dict[str, dict[str, str]]:

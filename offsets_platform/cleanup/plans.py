@@ -26,6 +26,8 @@ PLANS_LEASE = "cleanup-plans"
 PLANS_LEASE_WAIT_S = 30.0  # a holder keeps it for the milliseconds of one check and one append
 OFFSET_DELETE = "OffsetDelete"
 DELETE_GROUPS = "DeleteGroups"
+# an offset reset (reset_plans.py), which Kafka's Admin calls alterConsumerGroupOffsets: an OffsetCommit
+RESET_OFFSET = "AlterConsumerGroupOffsets"
 DEFAULT_VALID_HOURS = 24
 
 
@@ -35,7 +37,7 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class PlannedAction:
-    action: str  # OFFSET_DELETE or DELETE_GROUPS
+    action: str  # OFFSET_DELETE, DELETE_GROUPS or RESET_OFFSET
     group: str
     topic: str | None
     partition: int | None
@@ -49,6 +51,8 @@ class PlannedAction:
 
     def describe(self) -> str:
         target = self.group if self.topic is None else f"{self.group} {self.topic}-{self.partition}"
+        if self.action == RESET_OFFSET:
+            return f"{self.action} {target} to {self.facts.get('target_offset')}"
         return f"{self.action} {target}"
 
 
@@ -99,6 +103,11 @@ def build_plan(lake: Lake, created_by: str, *, idle_hours: int = DEFAULT_IDLE_HO
              f"({', '.join(action.describe() for action in left_out[:5])}{', ...' if len(left_out) > 5 else ''}): "
              "the tables still show what they removed until the next refresh")
     check_safe(actions, groups, subscriptions)
+    return new_plan(actions, created_by, valid_hours, now)
+
+
+def new_plan(actions: list[PlannedAction], created_by: str, valid_hours: int, now: datetime) -> CleanupPlan:
+    """A plan of `actions` made at `now`: its id a hash of its whole content."""
     created_at = now.replace(microsecond=0)
     expires_at = created_at + timedelta(hours=valid_hours)
     plan_id = _digest([created_at.isoformat(), expires_at.isoformat(), created_by,

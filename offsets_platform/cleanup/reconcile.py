@@ -6,6 +6,9 @@ tells whether the deletion happened, which is what the audit has to say:
 
 - OffsetDelete: OffsetFetch of the group. No committed offset on the partition: 'deleted'. Still
   committed: 'interrupted', the deletion did not happen.
+- OffsetCommit of an offset reset: OffsetFetch of the group. The planned offset committed there:
+  'committed'. Another: 'interrupted' (then re-checked like any action: sent only while the group
+  still holds the offset the plan saw).
 - DeleteGroups: the describe API of the group's type. No API knows the group: 'deleted'. Still
   there: 'interrupted'.
 
@@ -25,8 +28,8 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from offsets_platform.cleanup import kafka_calls
-from offsets_platform.cleanup.audit import DELETED, INTERRUPTED, PlanAudit
-from offsets_platform.cleanup.plans import OFFSET_DELETE, CleanupPlan
+from offsets_platform.cleanup.audit import COMMITTED, DELETED, INTERRUPTED, PlanAudit
+from offsets_platform.cleanup.plans import OFFSET_DELETE, RESET_OFFSET, CleanupPlan, PlannedAction
 from offsets_platform.kafka.admin_calls import SnapshotAdminClient
 
 
@@ -46,7 +49,7 @@ def reconcile_intents(admin: SnapshotAdminClient, plan: CleanupPlan, audit: Plan
         live = kafka_calls.live_group(admin, group)
         for intent in rows:
             action = plan.action(intent["action_id"])
-            outcome, now_state = _settled(intent, live)
+            outcome, now_state = _settled(intent, action, live)
             sent = f"{intent['at']:%Y-%m-%d %H:%M:%S} UTC"
             detail = (f"reconciled on {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC: the apply that recorded "
                       f"this intent at {sent} stopped before recording Kafka's answer; {now_state}")
@@ -54,8 +57,15 @@ def reconcile_intents(admin: SnapshotAdminClient, plan: CleanupPlan, audit: Plan
             emit(f"  {action.describe()}: {outcome} (reconciled: {now_state})")
 
 
-def _settled(intent: dict, live: kafka_calls.LiveGroupState) -> tuple[str, str]:
+def _settled(intent: dict, action: PlannedAction, live: kafka_calls.LiveGroupState) -> tuple[str, str]:
     """The outcome of an unanswered intent, and the broker's state it rests on."""
+    if intent["action"] == RESET_OFFSET:
+        committed = live.committed_offsets.get((intent["topic"], intent["partition"]))
+        target = action.facts.get("target_offset")
+        if committed == target:
+            return COMMITTED, f"OffsetFetch shows the planned offset {target} committed there now"
+        return INTERRUPTED, (f"OffsetFetch shows {'no offset' if committed is None else f'offset {committed}'} "
+                             f"committed there now, not the planned {target}")
     if intent["action"] == OFFSET_DELETE:
         committed = live.committed_offsets.get((intent["topic"], intent["partition"]))
         if committed is None:

@@ -14,6 +14,7 @@ from offsets_platform.cli.alerts import add_alerts_command
 from offsets_platform.cli.direct import add_direct_commands
 from offsets_platform.cli.args import NotWhoRuns, cluster_and_lake, lake_of
 from offsets_platform.cli.plans import add_plan_commands
+from offsets_platform.cli.reset import add_reset_command
 from offsets_platform.cli.prune import add_prune_command
 from offsets_platform.cli.rebase import add_rebase_command
 from offsets_platform.cli.spark_cluster import add_spark_cluster_command
@@ -172,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     add_metrics_commands(commands)
     add_alerts_command(commands)
     add_plan_commands(commands)
+    add_reset_command(commands)
     add_direct_commands(commands)
     add_rebase_command(commands)
     add_prune_command(commands)
@@ -208,6 +210,7 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.broker.jvm import KafkaNotInstalled
     from offsets_platform.cleanup.kafka_calls import GroupCallError
     from offsets_platform.cleanup.plans import PlanError
+    from offsets_platform.cleanup.reset_targets import ResetSpecError
     from offsets_platform.ingest.log_check import LogMismatch
     from offsets_platform.ingest.offsets_topic import IngestError
     from offsets_platform.kafka.errors import BrokerUnreachable, NotAuthorized
@@ -217,7 +220,7 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
 
     return (BrokerStartFailed, BrokerUnreachable, DeltaJarsMissing, GroupCallError, IngestError, KafkaNotInstalled,
             LeaseBusy, LogMismatch, MissingTable, NoLake, NotAuthorized, NotWhoRuns, OutdatedTable, PlanError, PortInUse,
-            SparkConnectError)
+            ResetSpecError, SparkConnectError)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ def add_direct_commands(subparsers: argparse._SubParsersAction) -> None:
         "delete-offsets", help="delete a group's committed offsets of some topics (OffsetDelete, audited)",
         description="Delete committed offsets of one consumer group, like kafka-consumer-groups.sh "
                     "--delete-offsets. Refuses topics the group's live members subscribe to unless --force.")
-    _add_common(offsets)
+    add_cluster_options(offsets)
     offsets.add_argument("--group", required=True, help="the consumer group")
-    offsets.add_argument("--topic", required=True, action="append", type=_topic_argument, metavar="TOPIC[:P,P]",
+    offsets.add_argument("--topic", required=True, action="append", type=topic_argument, metavar="TOPIC[:P,P]",
                          help="topic, or topic:0,1 for some partitions (repeatable); a topic alone means "
                               "every partition of the topic")
     offsets.add_argument("--force", action="store_true",
@@ -37,22 +37,23 @@ def add_direct_commands(subparsers: argparse._SubParsersAction) -> None:
         "delete-groups", help="delete consumer groups (DeleteGroups, audited)",
         description="Delete consumer groups with their offsets, like kafka-consumer-groups.sh --delete. "
                     "The broker refuses a group that has members (NON_EMPTY_GROUP).")
-    _add_common(groups)
+    add_cluster_options(groups)
     groups.add_argument("--group", required=True, action="append", help="a consumer group (repeatable)")
     groups.set_defaults(run=_delete_groups)
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """--bootstrap-server, --home (the lake the audit or plan goes to), --by and --timeout."""
     parser.add_argument("--bootstrap-server",
                         help="host:port of the cluster (default: $OFFSETS_PLATFORM_BOOTSTRAP_SERVERS)")
-    parser.add_argument("--home", help="folder holding the lake the audit goes to (default: $OFFSETS_PLATFORM_HOME)")
+    parser.add_argument("--home", help="folder holding the lake the audit (or plan) goes to (default: $OFFSETS_PLATFORM_HOME)")
     parser.add_argument("--by", help="no longer an identity: the audit records $OFFSETS_PLATFORM_USER, else the OS "
                                      "user; --by is accepted only when it names that same person")
     parser.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_MS, metavar="MS",
                         help=f"how long to wait for the cluster, per request (default {DEFAULT_TIMEOUT_MS})")
 
 
-def _topic_argument(value: str):
+def topic_argument(value: str):
     from offsets_platform.cleanup.direct import parse_topic_argument
 
     try:

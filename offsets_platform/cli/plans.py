@@ -1,4 +1,4 @@
-"""The approval flow on the command line: `plan`, `plans`, `show`, `approve`, `apply`."""
+"""The approval flow on the command line: `plan`, `plans`, `show`, `approve`, `apply` (`plan-reset`: reset.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import sys
 from datetime import datetime, timezone
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
-from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, facts_text
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_OFFSET, facts_text
+from offsets_platform.cleanup.reset_targets import export_csv
 from offsets_platform.cli.args import add_home_option, cluster_and_lake, lake_of, requester
 from offsets_platform.cli.output import as_json, table_lines
+from offsets_platform.cleanup.reset_plans import reset_cost
+from offsets_platform.cli.reset import reset_table_lines
 from offsets_platform.durations import age_text
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV, Settings, same_person
@@ -35,6 +38,9 @@ def add_plan_commands(commands) -> None:
 
     show = commands.add_parser("show", help="show a plan, its approvals and what was applied")
     show.add_argument("plan_id")
+    show.add_argument("--export", action="store_true",
+                      help="of an offset reset plan, print only its offsets as the CSV of Kafka's --export "
+                           "(topic,partition,offset), which --from-file reads")
     add_home_option(show)
     show.set_defaults(run=_show)
 
@@ -96,6 +102,7 @@ def _plans(args, settings: Settings) -> int:
         row["age"] = age_text(row["age_s"])
     for line in table_lines([("PLAN", "plan_id"), ("CREATED (UTC)", "created_at"), ("AGE", "age"), ("BY", "created_by"),
                              ("ACTIONS", "actions"), ("APPROVED", "approved"), ("DELETED", "deleted"),
+                             ("COMMITTED", "committed"),
                              ("SKIPPED", "skipped"), ("FAILED", "failed"), ("STATE", "state")], rows):
         print(line)
     return 0
@@ -116,10 +123,25 @@ def _show(args, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     plan = load_plan(lake, args.plan_id)
+    resets = [action for action in plan.actions if action.action == RESET_OFFSET]
+    if args.export:
+        if not resets:
+            print(f"error: plan {plan.plan_id} resets no offset: --export writes the offsets of a reset plan",
+                  file=sys.stderr)
+            return 2
+        print(export_csv({plan.actions[0].group: {(a.topic, a.partition): a.facts["target_offset"] for a in resets}}),
+              end="")
+        return 0
     # another person's approval shown rather than the author's, where there are both (four-eyes counts the former)
     approved = {**approved_actions(lake, plan), **approved_actions(lake, plan, by_author=False)}
     _print_plan(plan, approved, _audit(lake, plan.plan_id))
     made = age_text((datetime.now(timezone.utc) - plan.created_at).total_seconds())
+    if resets:
+        for line in reset_table_lines(resets):
+            print(line)
+        print(f"\n{reset_cost(resets)}")
+        print(f"\nthe facts: what the cluster answered when the plan was made, {made} ago")
+        return 0
     print(f"\nthe facts: the models' tables when the plan was made, {made} ago")
     older = removals_since_made(lake, plan)
     if older:
@@ -129,6 +151,7 @@ def _show(args, settings: Settings) -> int:
 
 def _approve(args, settings: Settings) -> int:
     from offsets_platform.cleanup.approvals import approve
+    from offsets_platform.cleanup.plans import load_plan
 
     lake = lake_of(args, settings, must_exist=True)
     approval = approve(lake, args.plan_id, requester(args), action_ids=args.action or None, comment=args.comment,
@@ -136,6 +159,9 @@ def _approve(args, settings: Settings) -> int:
     if approval.older_facts:
         print(f"warning: {approval.older_facts}", file=sys.stderr)
     print(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {args.plan_id}")
+    approved = [action for action in load_plan(lake, args.plan_id).actions if action.action_id in approval.action_ids]
+    if any(action.action == RESET_OFFSET for action in approved):
+        print(f"what was approved: {reset_cost(approved)}")
     return 0
 
 
@@ -147,7 +173,9 @@ def _apply(args, settings: Settings) -> int:
         return 2
     connection, lake = target
     result = apply_plan(lake, connection, args.plan_id, dry_run=args.dry_run, requested_by=requester(args))
-    print(f"{result.count('deleted')} deleted, {result.count('skipped')} skipped, {result.count('failed')} failed"
+    committed = f"{result.count('committed')} committed (offset resets), " if result.count("committed") else ""
+    print(f"{result.count('deleted')} deleted, {committed}{result.count('skipped')} skipped, "
+          f"{result.count('failed')} failed"
           + (f", {result.count('dry_run')} shown (dry run: nothing sent)" if args.dry_run else ""))
     return 1 if result.failed else 0
 

@@ -105,7 +105,7 @@ def test_every_model_is_an_asset_with_its_refs_as_deps_and_its_sql_hash_as_code_
         assert set(model.refs) | {table for _, table in model.sources} == parents
     checks = {key.asset_key.to_user_string() for key in graph.asset_check_keys}
     assert {m.name for m in default_project().models} | {"rejected_records"} <= checks
-    for name in ("refresh", "ingest", "approve_cleanup", "apply_cleanup"):
+    for name in ("refresh", "ingest", "plan_offset_reset", "approve_cleanup", "apply_cleanup"):
         assert defs.resolve_job_def(name).executor_def.name == "in_process"
 
 

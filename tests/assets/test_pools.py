@@ -19,7 +19,7 @@ SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "dagster.yaml"
 
 def test_the_plan_asset_and_the_approve_and_apply_ops_are_in_the_cleanup_pool():
     assert CLEANUP_POOL == "cleanup"
-    for job in ("apply_cleanup", "approve_cleanup"):
+    for job in ("apply_cleanup", "approve_cleanup", "plan_offset_reset"):
         assert {node.definition.pool for node in defs.resolve_job_def(job).graph.nodes} == {CLEANUP_POOL}, job
     assert defs.resolve_assets_def("cleanup_plans").op.pool == CLEANUP_POOL
 

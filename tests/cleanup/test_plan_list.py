@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from offsets_platform.cleanup.approvals import approve, approved_actions, self_approval_permitted
-from offsets_platform.cleanup.audit import DELETED, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
+from offsets_platform.cleanup.audit import COMMITTED, DELETED, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
 from offsets_platform.cleanup.plan_list import (APPLIED, APPROVED, AWAITING_APPROVAL, EXPIRED, _latest_outcomes,
                                                open_plan_ids, plan_summaries)
 from offsets_platform.cleanup.plans import PLANS, CleanupPlan, PlannedAction, load_plan, save_plan
@@ -98,9 +98,9 @@ def summaries_plan_by_plan(lake) -> list[dict]:
     summaries = []
     for plan in sorted(plans, key=lambda plan: plan.created_at, reverse=True):
         outcomes = list(latest.get(plan.plan_id, {}).values())
-        counts = {outcome: outcomes.count(outcome) for outcome in (DELETED, SKIPPED, FAILED)}
+        counts = {outcome: outcomes.count(outcome) for outcome in (DELETED, COMMITTED, SKIPPED, FAILED)}
         approved = len(approved_actions(lake, plan, by_author=by_author))
-        state = APPLIED if counts[DELETED] == len(plan.actions) else EXPIRED if plan.expired(NOW) \
+        state = APPLIED if counts[DELETED] + counts[COMMITTED] == len(plan.actions) else EXPIRED if plan.expired(NOW) \
             else APPROVED if approved else AWAITING_APPROVAL
         summaries.append({"plan_id": plan.plan_id, "created_at": plan.created_at, "created_by": plan.created_by,
                           "age_s": (NOW - plan.created_at).total_seconds(), "expires_at": plan.expires_at,

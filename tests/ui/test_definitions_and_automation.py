@@ -21,7 +21,8 @@ from offsets_platform.lake import Lake
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = {"bronze", "silver", "gold", "cleanup"}
-JOBS = {"refresh", "ingest", "approve_cleanup", "apply_cleanup", "plan_cleanup", "alert", "prune"}
+JOBS = {"refresh", "ingest", "approve_cleanup", "apply_cleanup", "plan_cleanup", "alert", "prune",
+        "plan_offset_reset"}
 # As loaded here (the environment may set other crons than the defaults, which are tested below).
 SCHEDULES = {"refresh_schedule": (automation.refresh_cron, "refresh"),
              "cleanup_plan_schedule": (automation.cleanup_cron, "plan_cleanup"),

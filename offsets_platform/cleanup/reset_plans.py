@@ -1,0 +1,210 @@
+"""Offset reset plans: Kafka's `--reset-offsets`, resolved against the broker, stored for approval.
+
+A reset plan is a cleanup plan (plans.py: immutable, approved with four-eyes, applied by
+apply.py) whose actions are `RESET_OFFSET`: one per partition, with the new offset resolved when
+the plan is made (reset_targets.py for the rules) and the facts it rests on: the group's committed
+offset, the log's start and end, whether the offset was clamped to them, and how many messages the
+group reads again or skips. Apply commits exactly that number; it never resolves "latest" or a
+time again, and it skips a partition whose committed offset changed since the plan.
+
+Which groups: Kafka resets a group only while it is inactive (`ConsumerGroupCommand.resetOffsets`:
+Empty or Dead, or a group it does not know, such as one only committed to from outside), and its
+coordinator takes an OffsetCommit from outside a group (generation or member epoch -1) only while
+the group has no members (`ClassicGroup.validateOffsetCommit`: Empty; `ConsumerGroup.validateOffsetCommit`:
+no members), answering UNKNOWN_MEMBER_ID otherwise. A plan for a group with
+members is refused with Kafka's own words, before anyone approves it. Classic and consumer
+(KIP-848) groups are reset here; streams and share groups are refused with the tool to use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from offsets_platform.cleanup import kafka_calls
+from offsets_platform.cleanup.direct import TopicRequest, parse_topic_argument
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_OFFSET, CleanupPlan, PlannedAction, PlanError, new_plan
+from offsets_platform.cleanup.reset_targets import (
+    BY_DURATION, BY_TIME, FROM_FILE, SHIFT_BY, SPECIFIERS, TO_DATETIME, TO_OFFSET, PartitionFacts, ResetSpec,
+    ResetSpecError, ResetTarget, parse_datetime_ms, parse_duration, parse_reset_file, target_of,
+)
+from offsets_platform.kafka.admin_calls import CALL_ERRORS, SnapshotAdminClient, error_name
+from offsets_platform.kafka.admin_describe import DEAD, SHARE, STREAMS
+
+# what resets each kind of group Kafka refuses here, for the message that says so
+OTHER_TOOLS = {STREAMS: "kafka-streams-groups --reset-offsets", SHARE: "kafka-share-groups --reset-offsets"}
+INACTIVE_STATES = ("Empty", DEAD)
+# what each reset action shows beside its new offset: a title and its key in the facts
+FACT_COLUMNS = (("CURRENT-OFFSET", "committed_offset"), ("LOG-START", "log_start_offset"),
+                ("LOG-END", "log_end_offset"), ("READ-AGAIN", "messages_read_again"),
+                ("SKIPPED", "messages_skipped"), ("CLAMPED-TO", "clamped_to"))
+
+
+@dataclass(frozen=True)
+class ResetRequest:
+    """What the operator asked: one group, which partitions, one specifier.
+
+    `topics` empty with `all_topics` False is allowed only with --from-file (its partitions)."""
+
+    group: str
+    spec: ResetSpec
+    topics: tuple[TopicRequest, ...] = ()
+    all_topics: bool = False
+    file_offsets: dict[tuple[str, int], int] | None = None  # this group's lines of --from-file
+
+
+def reset_request(group: str, kind: str, value: str | None, topics: list, all_topics: bool,
+                  file_text: str | None = None) -> ResetRequest:
+    """A ResetRequest from what the command line or Dagster's config gives: the specifier's name
+    (`SPECIFIERS`, as Kafka's options without the dashes) and its value as typed (N for to-offset and
+    shift-by, a time for to-datetime, a duration for by-duration; none for the others), the topics
+    as --topic takes them (`T` or `T:P,P`, or TopicRequest), and the CSV text of --from-file.
+
+    Raises:
+        ResetSpecError: a value Kafka's tool would refuse, or neither topics nor --all-topics (but
+            with --from-file, whose lines name the partitions).
+    """
+    if kind not in SPECIFIERS:
+        raise ResetSpecError(f"unknown specifier {kind!r}: one of {', '.join(SPECIFIERS)}")
+    needs_value = kind in (TO_OFFSET, SHIFT_BY, TO_DATETIME, BY_DURATION)
+    if needs_value and value is None:
+        raise ResetSpecError(f"--{kind} needs a value")
+    if kind in (TO_OFFSET, SHIFT_BY):
+        try:
+            spec = ResetSpec(kind, int(value), value)
+        except ValueError:
+            raise ResetSpecError(f"--{kind} {value!r}: not a whole number") from None
+    elif kind == TO_DATETIME:
+        spec = ResetSpec(kind, parse_datetime_ms(value), value)
+    elif kind == BY_DURATION:
+        spec = ResetSpec(kind, parse_duration(value) // timedelta(milliseconds=1), value)
+    else:
+        spec = ResetSpec(kind, None, "" if kind != FROM_FILE else (value or "the file"))
+    file_offsets = None
+    if kind == FROM_FILE:
+        if file_text is None:
+            raise ResetSpecError("--from-file needs the CSV's lines")
+        file_offsets = parse_reset_file(file_text, [group]).get(group)
+    elif not topics and not all_topics:
+        raise ResetSpecError("one of the reset scopes should be defined: --all-topics, --topic")
+    try:
+        scope = tuple(t if isinstance(t, TopicRequest) else parse_topic_argument(t) for t in topics)
+    except ValueError as error:
+        raise ResetSpecError(str(error)) from None
+    return ResetRequest(group, spec, scope, all_topics, file_offsets)
+
+
+def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_by: str, *,
+                     valid_hours: int = DEFAULT_VALID_HOURS, now: datetime | None = None) -> CleanupPlan:
+    """Resolve `request` against the broker now and return the plan (not stored: save_plan does).
+
+    Raises:
+        PlanError: Kafka would refuse the reset (a group with members, a streams or share group, an
+            unknown topic or partition, --shift-by without a committed offset, no line for the
+            group in the file); the message says which.
+        GroupCallError: the broker refused to describe the group.
+        BrokerUnreachable: the connection failed.
+    """
+    now = now or datetime.now(timezone.utc)
+    live = kafka_calls.live_group(admin, request.group)
+    _check_resettable(live)
+    partitions = _partitions(admin, request, live)
+    at_ms = _time_ms(request.spec, now)
+    try:
+        logs = kafka_calls.log_offsets(admin, partitions, at_ms)
+    except CALL_ERRORS as error:
+        raise PlanError(f"ListOffsets of {len(partitions)} partitions failed: {error_name(error)}: "
+                        f"{kafka_calls.error_message(error)}") from None
+    actions = []
+    for topic, partition in partitions:
+        log = logs[(topic, partition)]
+        facts = PartitionFacts(log.log_start, log.log_end, live.committed_offsets.get((topic, partition)), log.at_time)
+        try:
+            target = target_of(request.spec, facts, (request.file_offsets or {}).get((topic, partition)))
+        except ResetSpecError as error:
+            raise PlanError(f"{error}: {topic}-{partition} of {request.group}") from None
+        actions.append(_reset_action(request, live, topic, partition, facts, target, at_ms))
+    return new_plan(actions, created_by, valid_hours, now)
+
+
+def _check_resettable(live: kafka_calls.LiveGroupState) -> None:
+    if live.group_type in OTHER_TOOLS:
+        raise PlanError(f"{live.group} is a {live.group_type} group: its offsets are reset with Kafka's "
+                        f"{OTHER_TOOLS[live.group_type]}; reset plans here cover classic and consumer groups")
+    if live.state not in INACTIVE_STATES or live.member_count:
+        # ConsumerGroupCommand.resetOffsets's words
+        raise PlanError(f"Assignments can only be reset if the group '{live.group}' is inactive, but the current "
+                        f"state is {live.state}.")
+
+
+def _partitions(admin: SnapshotAdminClient, request: ResetRequest,
+                live: kafka_calls.LiveGroupState) -> list[tuple[str, int]]:
+    """The partitions to reset, sorted: the file's (--from-file), the group's committed ones
+    (--all-topics), or those named (--topic), each checked to exist as Kafka's tool checks."""
+    if request.spec.kind == FROM_FILE:
+        if request.file_offsets is None:
+            raise PlanError(f"No reset plan for group {request.group} found.")
+        wanted = sorted(request.file_offsets)
+    elif request.all_topics:
+        return sorted(live.committed_offsets)
+    else:
+        wanted = [(t.topic, p) for t in request.topics for p in (t.partitions or ())]
+    named = {t.topic for t in request.topics if not t.partitions} if request.spec.kind != FROM_FILE else set()
+    metadata = kafka_calls.topic_metadata(admin, {topic for topic, _ in wanted} | named)
+    if metadata.errors:
+        unknown = ", ".join(sorted(metadata.errors))
+        raise PlanError(f"unknown topic {unknown}: {kafka_calls.error_message(next(iter(metadata.errors.values())))}")
+    missing = [f"{topic}-{partition}" for topic, partition in wanted if partition not in metadata.partitions[topic]]
+    if missing:
+        raise PlanError(f'The partitions "{",".join(missing)}" do not exist')  # Kafka's words
+    wanted += [(topic, partition) for topic in named for partition in metadata.partitions[topic]]
+    return sorted(set(wanted))
+
+
+def _time_ms(spec: ResetSpec, now: datetime) -> int | None:
+    """The time ListOffsets looks up: the given one, or now minus the duration (at planning)."""
+    if spec.kind == TO_DATETIME:
+        return int(spec.value)
+    if spec.kind == BY_DURATION:
+        return int(now.timestamp() * 1000) - int(spec.value)
+    return None
+
+
+def _reset_action(request: ResetRequest, live: kafka_calls.LiveGroupState, topic: str, partition: int,
+                  facts: PartitionFacts, target: ResetTarget, at_ms: int | None) -> PlannedAction:
+    read_again, skipped = target.messages_read_again(facts), target.messages_skipped(facts)
+    if facts.committed is None:
+        reason = f"reset {request.spec.describe()}: no committed offset now; the group starts at {target.target}"
+    elif read_again:
+        reason = f"reset {request.spec.describe()}: the group reads {read_again} messages again"
+    elif skipped:
+        reason = f"reset {request.spec.describe()}: the group skips {skipped} messages"
+    else:
+        reason = f"reset {request.spec.describe()}: the group reads on from where it is"
+    return PlannedAction(RESET_OFFSET, request.group, topic, partition, reason, facts={
+        "specifier": request.spec.describe(),
+        "group_state": live.state,
+        "group_type": live.group_type,
+        "member_count": live.member_count,
+        "committed_offset": facts.committed,
+        "target_offset": target.target,
+        "requested_offset": target.requested if target.clamped_to else None,
+        "clamped_to": target.clamped_to,
+        "log_start_offset": facts.log_start,
+        "log_end_offset": facts.log_end,
+        "messages_read_again": read_again,
+        "messages_skipped": skipped,
+        "timestamp_ms": at_ms if request.spec.kind in BY_TIME else None,
+    })
+
+
+def reset_cost(actions: list[PlannedAction]) -> str:
+    """What the resets among `actions` cost the group: the messages it reads again and skips."""
+    resets = [a for a in actions if a.action == RESET_OFFSET]
+    read_again = sum(a.facts.get("messages_read_again") or 0 for a in resets)
+    skipped = sum(a.facts.get("messages_skipped") or 0 for a in resets)
+    unknown = sum(a.facts.get("committed_offset") is None for a in resets)
+    return (f"the reset makes the group read {read_again:,} messages again and skip {skipped:,}"
+            + (f"; {unknown} partition{'s' if unknown != 1 else ''} {'have' if unknown != 1 else 'has'} no "
+               "committed offset now (where the group starts there today depends on its auto.offset.reset)"
+               if unknown else ""))
