@@ -34,7 +34,7 @@ from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plan_list import open_plan_ids
-from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, RESET_OFFSET, CleanupPlan, PlanError, build_plan,
+from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, RESET_ACTIONS, CleanupPlan, PlanError, build_plan,
                                            facts_text, load_plan, save_plan)
 from offsets_platform.cleanup.reset_plans import reset_cost
 
@@ -170,7 +170,7 @@ def approve_plan(context: OpExecutionContext, config: ApproveConfig, lake: LakeR
     if approval.older_facts:
         context.log.warning(approval.older_facts)
     context.log.info(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {plan_id}"
-                     + (f"; {reset_cost(chosen)}" if any(a.action == RESET_OFFSET for a in chosen) else ""))
+                     + (f"; {reset_cost(chosen)}" if any(a.action in RESET_ACTIONS for a in chosen) else ""))
     return Output(None, metadata={
         "plan_id": plan.plan_id,
         "plan_created_by": plan.created_by,

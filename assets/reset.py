@@ -17,7 +17,7 @@ from pydantic import Field
 from assets.cleanup import CLEANUP_POOL, OPEN_PLANS, run_identity_or_id
 from assets.resources import KafkaResource, LakeResource
 from offsets_platform.cleanup.kafka_calls import GroupCallError
-from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_OFFSET, PlanError, save_plan
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS, PlanError, save_plan
 from offsets_platform.cleanup.reset_plans import FACT_COLUMNS, build_reset_plan, reset_cost, reset_request
 from offsets_platform.cleanup.reset_targets import FROM_FILE, ResetSpecError
 from offsets_platform.kafka.admin_calls import open_admin
@@ -39,8 +39,8 @@ class ResetSpecifier(Enum):
 
 
 class PlanResetConfig(Config):
-    group: str = Field(description="the classic or consumer group to reset; Kafka resets only an inactive one "
-                                   "(Empty, or only committed to from outside)")
+    group: str = Field(description="the group to reset, of any kind; Kafka resets only an inactive one (Empty, or "
+                                   "only committed to from outside)")
     specifier: ResetSpecifier = Field(description="where the offsets go, as Kafka's --reset-offsets names it")
     value: Optional[str] = Field(default=None, description=(
         "N for TO_OFFSET and SHIFT_BY, YYYY-MM-DDTHH:mm:SS.sss[zone] for TO_DATETIME, an ISO-8601 duration "
@@ -56,7 +56,7 @@ def reset_markdown(actions) -> str:
     titles = ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET", *(title for title, _ in FACT_COLUMNS)]
     lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
     for a in actions:
-        if a.action != RESET_OFFSET:
+        if a.action not in RESET_ACTIONS:
             continue
         facts = [a.facts.get(key) for _, key in FACT_COLUMNS]
         lines.append("| " + " | ".join(str(cell).replace("|", "\\|") if cell is not None else "-"

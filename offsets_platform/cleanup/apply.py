@@ -33,7 +33,8 @@ from offsets_platform.cleanup import kafka_calls
 from offsets_platform.cleanup.approvals import AUDIT, approved_actions, self_approval_permitted
 from offsets_platform.cleanup.audit import COMMITTED, DELETED, DONE, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
 from offsets_platform.cleanup.plans import (
-    DELETE_GROUPS, OFFSET_DELETE, RESET_OFFSET, PlannedAction, PlanError, load_plan, offset_key,
+    DELETE_GROUPS, OFFSET_DELETE, RESET_ACTIONS, RESET_OFFSET, RESET_SHARE_OFFSET, PlannedAction, PlanError, load_plan,
+    offset_key,
 )
 from offsets_platform.cleanup.reconcile import reconcile_intents
 from offsets_platform.kafka.admin_calls import open_admin
@@ -142,6 +143,9 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
                 resets = [a for a in ready if a.action == RESET_OFFSET]
                 if resets:
                     _reset_offsets(admin, group, resets, audit, dry_run, emit)
+                share_resets = [a for a in ready if a.action == RESET_SHARE_OFFSET]
+                if share_resets:
+                    _reset_share_offsets(admin, group, share_resets, audit, dry_run, emit)
                 groups_to_delete += [a for a in ready if a.action == DELETE_GROUPS]
             if groups_to_delete:
                 _delete_groups(admin, groups_to_delete, audit, dry_run, emit)
@@ -159,6 +163,14 @@ def _reset_offsets(admin, group: str, actions: list[PlannedAction], audit: PlanA
     offsets = {(a.topic, a.partition): a.facts["target_offset"] for a in actions}
     _send_for_partitions("OffsetCommit", COMMITTED, f"offsets={offsets}", group, actions, audit, dry_run, emit,
                          lambda: kafka_calls.commit_offsets(admin, group, offsets))
+
+
+def _reset_share_offsets(admin, group: str, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool,
+                         emit) -> None:
+    """Set the planned share-partition start offsets in one AlterShareGroupOffsets."""
+    offsets = {(a.topic, a.partition): a.facts["target_offset"] for a in actions}
+    _send_for_partitions("AlterShareGroupOffsets", COMMITTED, f"offsets={offsets}", group, actions, audit, dry_run,
+                         emit, lambda: kafka_calls.alter_share_offsets(admin, group, offsets))
 
 
 def _send_for_partitions(request: str, done: str, what: str, group: str, actions: list[PlannedAction],
@@ -242,7 +254,7 @@ def changed_facts(action: PlannedAction, live) -> str | None:
     planned_members = action.facts.get("member_count") or 0
     if live.member_count > planned_members and (action.action == DELETE_GROUPS or planned_members == 0):
         return f"the group gained members ({live.member_count} now, {planned_members} when planned)"
-    if action.action == RESET_OFFSET:
+    if action.action in RESET_ACTIONS:
         return _changed_reset_facts(action, live)
     if action.action == OFFSET_DELETE:
         if live.subscribed_topics is not None and action.topic in live.subscribed_topics:
@@ -277,13 +289,15 @@ def changed_facts(action: PlannedAction, live) -> str | None:
 
 
 def _changed_reset_facts(action: PlannedAction, live) -> str | None:
-    """A reset goes only to a group that is still inactive (Kafka's rule) and whose committed
-    offset is still the one the plan saw: the messages read again or skipped were counted from it."""
+    """A reset goes only to a group that is still inactive (Kafka's rule) and is still where the
+    plan saw it (its committed offset, or a share group's start offset): the messages read again
+    or skipped were counted from there."""
     if live.state not in ("Empty", "Dead"):
         return f"the group is {live.state} now: Kafka resets the offsets of an inactive group only"
-    planned = action.facts.get("committed_offset")
-    committed = live.committed_offsets.get((action.topic, action.partition))
-    if committed != planned:
-        return (f"the group's committed offset changed since the plan ({'none' if committed is None else committed} "
-                f"now, {'none' if planned is None else planned} when planned)")
+    planned = action.facts.get("current_offset")
+    now = (live.share_start_offsets if action.action == RESET_SHARE_OFFSET else live.committed_offsets).get(
+        (action.topic, action.partition))
+    if now != planned:
+        return (f"the group moved since the plan (offset {'none' if now is None else now} now, "
+                f"{'none' if planned is None else planned} when planned)")
     return None

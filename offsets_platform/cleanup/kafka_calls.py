@@ -7,7 +7,8 @@
 - `topic_metadata`: Metadata, for the partitions of a topic named without any (as Kafka's tool).
 - `delete_offsets`: one OffsetDelete (KIP-496) for one group, sent to its coordinator.
 - `delete_groups`: DeleteGroups (KIP-229), one request per coordinator.
-- `commit_offsets`: OffsetCommit from outside the group, which applies an offset reset.
+- `commit_offsets`: OffsetCommit from outside the group, which applies an offset reset;
+  `alter_share_offsets`: AlterShareGroupOffsets, which applies a share group's.
 - `log_offsets`: ListOffsets (earliest, latest, by time), the log's facts an offset reset rests on.
 
 The broker's answers come back as values, never as exceptions: a cleanup records every outcome
@@ -71,7 +72,9 @@ class LiveGroupState:
     "consumer", or a member whose subscription is missing or does not decode).
     `share_start_offsets`: a share group's state in `__share_group_state`, which DeleteGroups
     deletes with the group: the start offset of each share partition whose state is initialized
-    (None where the broker could not read it); empty for the other types.
+    (None where the broker could not read it); empty for the other types. `source_topics` and
+    `input_topics`: a streams group's topology topics, and of them the source topics only (None
+    for the other types).
     """
 
     group: str
@@ -83,6 +86,8 @@ class LiveGroupState:
     group_type: str | None = None
     members: tuple[MemberDescription, ...] = ()
     share_start_offsets: dict[tuple[str, int], int | None] = field(default_factory=dict)
+    source_topics: frozenset[str] | None = None
+    input_topics: frozenset[str] | None = None
 
     @property
     def exists(self) -> bool:
@@ -195,7 +200,7 @@ def _live_group_once(admin: SnapshotAdminClient, group: str) -> LiveGroupState:
     share = _share_start_offsets(admin, group) if described.group_type == SHARE else {}
     return LiveGroupState(group, described.state, described.protocol_type or "", len(described.members),
                           _subscribed_topics(described, offsets), offsets, described.group_type, described.members,
-                          share)
+                          share, described.source_topics, described.input_topics)
 
 
 def _committed_offsets(admin: SnapshotAdminClient, group: str) -> dict[tuple[str, int], int]:
@@ -338,6 +343,31 @@ def _partition_outcomes(admin: SnapshotAdminClient, request: str, group: str, re
                                              explain_error(admin, request, error_type.errno,
                                                            group=group, topic=topic)))
     return outcomes
+
+
+def alter_share_offsets(admin: SnapshotAdminClient, group: str,
+                        offsets: dict[tuple[str, int], int]) -> list[PartitionOutcome]:
+    """Set `group`'s share-partition start offsets in one AlterShareGroupOffsets (KIP-932) to its
+    coordinator, and return one outcome per partition; a request-level error (NON_EMPTY_GROUP, the
+    group not a share group, the connection lost before the answer) on every partition."""
+    requested = list(offsets)
+    if not requested:
+        return []
+    if not _sendable(group):
+        return _on_every_partition(requested, Errors.InvalidGroupIdError.errno, _NOT_UTF8)
+    try:
+        response = admin.alter_share_group_offsets(group, offsets)
+    except CONNECTION_ERRORS as error:
+        return _on_every_partition(requested, error, CONNECTION_LOST)
+    except CALL_ERRORS as error:
+        return _on_every_partition(requested, error,
+                                   explain_error(admin, "AlterShareGroupOffsets", error, group=group))
+    if response.error_code:
+        return _on_every_partition(requested, response.error_code, explain_error(
+            admin, "AlterShareGroupOffsets", response.error_code, response.error_message, group=group))
+    answered = {TopicPartition(topic.topic_name, p.partition_index): Errors.for_code(p.error_code)
+                for topic in response.responses for p in topic.partitions}
+    return _partition_outcomes(admin, "AlterShareGroupOffsets", group, requested, answered)
 
 
 @dataclass(frozen=True)

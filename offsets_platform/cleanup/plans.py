@@ -26,8 +26,11 @@ PLANS_LEASE = "cleanup-plans"
 PLANS_LEASE_WAIT_S = 30.0  # a holder keeps it for the milliseconds of one check and one append
 OFFSET_DELETE = "OffsetDelete"
 DELETE_GROUPS = "DeleteGroups"
-# an offset reset (reset_plans.py), which Kafka's Admin calls alterConsumerGroupOffsets: an OffsetCommit
+# an offset reset (reset_plans.py): an OffsetCommit, which Kafka's Admin calls alterConsumerGroupOffsets
+# (alterStreamsGroupOffsets for a streams group), and a share group's AlterShareGroupOffsets
 RESET_OFFSET = "AlterConsumerGroupOffsets"
+RESET_SHARE_OFFSET = "AlterShareGroupOffsets"
+RESET_ACTIONS = (RESET_OFFSET, RESET_SHARE_OFFSET)
 DEFAULT_VALID_HOURS = 24
 
 
@@ -37,7 +40,7 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class PlannedAction:
-    action: str  # OFFSET_DELETE, DELETE_GROUPS or RESET_OFFSET
+    action: str  # OFFSET_DELETE, DELETE_GROUPS or one of RESET_ACTIONS
     group: str
     topic: str | None
     partition: int | None
@@ -51,7 +54,7 @@ class PlannedAction:
 
     def describe(self) -> str:
         target = self.group if self.topic is None else f"{self.group} {self.topic}-{self.partition}"
-        if self.action == RESET_OFFSET:
+        if self.action in RESET_ACTIONS:
             return f"{self.action} {target} to {self.facts.get('target_offset')}"
         return f"{self.action} {target}"
 

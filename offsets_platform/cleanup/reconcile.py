@@ -6,8 +6,8 @@ tells whether the deletion happened, which is what the audit has to say:
 
 - OffsetDelete: OffsetFetch of the group. No committed offset on the partition: 'deleted'. Still
   committed: 'interrupted', the deletion did not happen.
-- OffsetCommit of an offset reset: OffsetFetch of the group. The planned offset committed there:
-  'committed'. Another: 'interrupted' (then re-checked like any action: sent only while the group
+- OffsetCommit of an offset reset: OffsetFetch of the group (a share group's AlterShareGroupOffsets:
+  DescribeShareGroupOffsets). The planned offset there: 'committed'. Another: 'interrupted' (then re-checked like any action: sent only while the group
   still holds the offset the plan saw).
 - DeleteGroups: the describe API of the group's type. No API knows the group: 'deleted'. Still
   there: 'interrupted'.
@@ -29,7 +29,7 @@ from typing import Callable
 
 from offsets_platform.cleanup import kafka_calls
 from offsets_platform.cleanup.audit import COMMITTED, DELETED, INTERRUPTED, PlanAudit
-from offsets_platform.cleanup.plans import OFFSET_DELETE, RESET_OFFSET, CleanupPlan, PlannedAction
+from offsets_platform.cleanup.plans import OFFSET_DELETE, RESET_ACTIONS, RESET_SHARE_OFFSET, CleanupPlan, PlannedAction
 from offsets_platform.kafka.admin_calls import SnapshotAdminClient
 
 
@@ -59,13 +59,14 @@ def reconcile_intents(admin: SnapshotAdminClient, plan: CleanupPlan, audit: Plan
 
 def _settled(intent: dict, action: PlannedAction, live: kafka_calls.LiveGroupState) -> tuple[str, str]:
     """The outcome of an unanswered intent, and the broker's state it rests on."""
-    if intent["action"] == RESET_OFFSET:
-        committed = live.committed_offsets.get((intent["topic"], intent["partition"]))
+    if intent["action"] in RESET_ACTIONS:
+        offsets = live.share_start_offsets if intent["action"] == RESET_SHARE_OFFSET else live.committed_offsets
+        committed = offsets.get((intent["topic"], intent["partition"]))
         target = action.facts.get("target_offset")
         if committed == target:
-            return COMMITTED, f"OffsetFetch shows the planned offset {target} committed there now"
-        return INTERRUPTED, (f"OffsetFetch shows {'no offset' if committed is None else f'offset {committed}'} "
-                             f"committed there now, not the planned {target}")
+            return COMMITTED, f"the broker shows the planned offset {target} there now"
+        return INTERRUPTED, (f"the broker shows {'no offset' if committed is None else f'offset {committed}'} "
+                             f"there now, not the planned {target}")
     if intent["action"] == OFFSET_DELETE:
         committed = live.committed_offsets.get((intent["topic"], intent["partition"]))
         if committed is None:

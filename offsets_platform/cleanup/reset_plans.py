@@ -1,19 +1,26 @@
 """Offset reset plans: Kafka's `--reset-offsets`, resolved against the broker, stored for approval.
 
 A reset plan is a cleanup plan (plans.py: immutable, approved with four-eyes, applied by
-apply.py) whose actions are `RESET_OFFSET`: one per partition, with the new offset resolved when
-the plan is made (reset_targets.py for the rules) and the facts it rests on: the group's committed
-offset, the log's start and end, whether the offset was clamped to them, and how many messages the
-group reads again or skips. Apply commits exactly that number; it never resolves "latest" or a
-time again, and it skips a partition whose committed offset changed since the plan.
+apply.py) whose actions are `RESET_OFFSET` (an OffsetCommit) or, for a share group,
+`RESET_SHARE_OFFSET` (AlterShareGroupOffsets): one per partition, with the new offset resolved when
+the plan is made (reset_targets.py for the rules) and the facts it rests on: where the group is
+(its committed offset; a share group's share-partition start offset), the log's start and end,
+whether the offset was clamped to them, and how many messages the group reads again or skips.
+Apply commits exactly that number; it never resolves "latest" or a time again, and it skips a
+partition where the group moved since the plan.
 
-Which groups: Kafka resets a group only while it is inactive (`ConsumerGroupCommand.resetOffsets`:
-Empty or Dead, or a group it does not know, such as one only committed to from outside), and its
-coordinator takes an OffsetCommit from outside a group (generation or member epoch -1) only while
-the group has no members (`ClassicGroup.validateOffsetCommit`: Empty; `ConsumerGroup.validateOffsetCommit`:
-no members), answering UNKNOWN_MEMBER_ID otherwise. A plan for a group with
-members is refused with Kafka's own words, before anyone approves it. Classic and consumer
-(KIP-848) groups are reset here; streams and share groups are refused with the tool to use.
+Every kind of group Kafka resets, as the tool of its kind does: `kafka-consumer-groups` for
+classic, consumer (KIP-848) and standalone groups, `kafka-streams-groups` for streams groups
+(`--topic` and `--all-topics` here are its `--input-topic` and `--all-input-topics`), and
+`kafka-share-groups` for share groups (which takes only `--to-earliest`, `--to-latest` and
+`--to-datetime` in Kafka 4.3). Each
+resets a group only while it is inactive (Empty, or Dead: a group Kafka does not know, such as one
+only committed to from outside), and the coordinator takes a reset only from outside a group
+without members: an OffsetCommit with generation or member epoch -1 (`ClassicGroup`,
+`ConsumerGroup` and `StreamsGroup.validateOffsetCommit`, UNKNOWN_MEMBER_ID otherwise), an
+AlterShareGroupOffsets to an Empty share group (`GroupMetadataManager.alterShareGroupOffsets`,
+NON_EMPTY_GROUP otherwise). A plan for a group with members is refused in the words of Kafka's
+tool, before anyone approves it.
 """
 
 from __future__ import annotations
@@ -23,19 +30,23 @@ from datetime import datetime, timedelta, timezone
 
 from offsets_platform.cleanup import kafka_calls
 from offsets_platform.cleanup.direct import TopicRequest, parse_topic_argument
-from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_OFFSET, CleanupPlan, PlannedAction, PlanError, new_plan
+from offsets_platform.cleanup.plans import (
+    DEFAULT_VALID_HOURS, RESET_ACTIONS, RESET_OFFSET, RESET_SHARE_OFFSET, CleanupPlan, PlannedAction, PlanError, new_plan,
+)
 from offsets_platform.cleanup.reset_targets import (
-    BY_DURATION, BY_TIME, FROM_FILE, SHIFT_BY, SPECIFIERS, TO_DATETIME, TO_OFFSET, PartitionFacts, ResetSpec,
-    ResetSpecError, ResetTarget, parse_datetime_ms, parse_duration, parse_reset_file, target_of,
+    BY_DURATION, BY_TIME, FROM_FILE, SHIFT_BY, SPECIFIERS, TO_DATETIME, TO_EARLIEST, TO_LATEST, TO_OFFSET,
+    PartitionFacts, ResetSpec, ResetSpecError, ResetTarget, parse_datetime_ms, parse_duration, parse_reset_file,
+    target_of,
 )
 from offsets_platform.kafka.admin_calls import CALL_ERRORS, SnapshotAdminClient, error_name
 from offsets_platform.kafka.admin_describe import DEAD, SHARE, STREAMS
 
-# what resets each kind of group Kafka refuses here, for the message that says so
-OTHER_TOOLS = {STREAMS: "kafka-streams-groups --reset-offsets", SHARE: "kafka-share-groups --reset-offsets"}
 INACTIVE_STATES = ("Empty", DEAD)
+# the specifiers Kafka 4.3's kafka-share-groups --reset-offsets takes (ShareGroupCommandOptions:
+# allResetOffsetScenarioOpts; later versions add --to-current, --to-offset and --from-file)
+SHARE_SPECIFIERS = (TO_EARLIEST, TO_LATEST, TO_DATETIME)
 # what each reset action shows beside its new offset: a title and its key in the facts
-FACT_COLUMNS = (("CURRENT-OFFSET", "committed_offset"), ("LOG-START", "log_start_offset"),
+FACT_COLUMNS = (("CURRENT-OFFSET", "current_offset"), ("LOG-START", "log_start_offset"),
                 ("LOG-END", "log_end_offset"), ("READ-AGAIN", "messages_read_again"),
                 ("SKIPPED", "messages_skipped"), ("CLAMPED-TO", "clamped_to"))
 
@@ -99,16 +110,18 @@ def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_
     """Resolve `request` against the broker now and return the plan (not stored: save_plan does).
 
     Raises:
-        PlanError: Kafka would refuse the reset (a group with members, a streams or share group, an
-            unknown topic or partition, --shift-by without a committed offset, no line for the
-            group in the file); the message says which.
+        PlanError: Kafka would refuse the reset (a group with members, an unknown topic or
+            partition, --shift-by without a committed offset, no line for the group in the file, a
+            specifier Kafka 4.3's kafka-share-groups lacks for a share group, a topic not part of a streams
+            group); the message says which.
         GroupCallError: the broker refused to describe the group.
         BrokerUnreachable: the connection failed.
     """
     now = now or datetime.now(timezone.utc)
     live = kafka_calls.live_group(admin, request.group)
-    _check_resettable(live)
-    partitions = _partitions(admin, request, live)
+    check_resettable(live, request.spec)
+    current = current_offsets(live)
+    partitions = _partitions(admin, request, live, current)
     at_ms = _time_ms(request.spec, now)
     try:
         logs = kafka_calls.log_offsets(admin, partitions, at_ms)
@@ -118,7 +131,7 @@ def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_
     actions = []
     for topic, partition in partitions:
         log = logs[(topic, partition)]
-        facts = PartitionFacts(log.log_start, log.log_end, live.committed_offsets.get((topic, partition)), log.at_time)
+        facts = PartitionFacts(log.log_start, log.log_end, current.get((topic, partition)), log.at_time)
         try:
             target = target_of(request.spec, facts, (request.file_offsets or {}).get((topic, partition)))
         except ResetSpecError as error:
@@ -127,26 +140,52 @@ def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_
     return new_plan(actions, created_by, valid_hours, now)
 
 
-def _check_resettable(live: kafka_calls.LiveGroupState) -> None:
-    if live.group_type in OTHER_TOOLS:
-        raise PlanError(f"{live.group} is a {live.group_type} group: its offsets are reset with Kafka's "
-                        f"{OTHER_TOOLS[live.group_type]}; reset plans here cover classic and consumer groups")
-    if live.state not in INACTIVE_STATES or live.member_count:
-        # ConsumerGroupCommand.resetOffsets's words
+def current_offsets(live: kafka_calls.LiveGroupState) -> dict[tuple[str, int], int]:
+    """Where the group is on each partition, as the reset of its kind reads it: a share group's
+    share-partition start offsets (`ShareGroupCommand` reads DescribeShareGroupOffsets); a streams
+    group's committed offsets on its topology's topics (`StreamsGroupCommand.getCommittedOffsets`);
+    any other group's committed offsets."""
+    if live.group_type == SHARE:
+        return {tp: offset for tp, offset in live.share_start_offsets.items() if offset is not None and offset >= 0}
+    if live.group_type == STREAMS:
+        return {tp: offset for tp, offset in live.committed_offsets.items() if tp[0] in (live.source_topics or ())}
+    return dict(live.committed_offsets)
+
+
+def check_resettable(live: kafka_calls.LiveGroupState, spec: ResetSpec) -> None:
+    """Kafka's tools reset only an inactive group (Empty or Dead), each refusing in its own words.
+
+    Raises:
+        PlanError: the group has members or is not inactive, or a share group was asked a
+            specifier Kafka 4.3's kafka-share-groups lacks.
+    """
+    inactive = live.state in INACTIVE_STATES and not live.member_count
+    if live.group_type == SHARE:
+        if not inactive:
+            raise PlanError(f"Share group '{live.group}' is not empty.")  # ShareGroupCommand.resetOffsets
+        if spec.kind not in SHARE_SPECIFIERS:
+            raise PlanError(f"{live.group} is a share group: Kafka 4.3's kafka-share-groups --reset-offsets has no "
+                            f"--{spec.kind}; it takes --{', --'.join(SHARE_SPECIFIERS)}")
+    elif not inactive:
+        # the words of ConsumerGroupCommand.resetOffsets and StreamsGroupCommand.resetOffsets
         raise PlanError(f"Assignments can only be reset if the group '{live.group}' is inactive, but the current "
                         f"state is {live.state}.")
 
 
-def _partitions(admin: SnapshotAdminClient, request: ResetRequest,
-                live: kafka_calls.LiveGroupState) -> list[tuple[str, int]]:
-    """The partitions to reset, sorted: the file's (--from-file), the group's committed ones
-    (--all-topics), or those named (--topic), each checked to exist as Kafka's tool checks."""
+def _partitions(admin: SnapshotAdminClient, request: ResetRequest, live: kafka_calls.LiveGroupState,
+                current: dict[tuple[str, int], int]) -> list[tuple[str, int]]:
+    """The partitions to reset, sorted: the file's (--from-file); with --all-topics those the group
+    is on (a streams group: on its topology's source topics, as --all-input-topics); or those named
+    (--topic), each checked to exist as Kafka's tools check (and, for a streams group, to hold an
+    offset of the group, as `StreamsGroupCommand.filterExistingGroupTopics` checks)."""
     if request.spec.kind == FROM_FILE:
         if request.file_offsets is None:
             raise PlanError(f"No reset plan for group {request.group} found.")
         wanted = sorted(request.file_offsets)
     elif request.all_topics:
-        return sorted(live.committed_offsets)
+        if live.group_type == STREAMS:
+            return sorted(tp for tp in live.committed_offsets if tp[0] in (live.input_topics or ()))
+        return sorted(current)
     else:
         wanted = [(t.topic, p) for t in request.topics for p in (t.partitions or ())]
     named = {t.topic for t in request.topics if not t.partitions} if request.spec.kind != FROM_FILE else set()
@@ -157,8 +196,11 @@ def _partitions(admin: SnapshotAdminClient, request: ResetRequest,
     missing = [f"{topic}-{partition}" for topic, partition in wanted if partition not in metadata.partitions[topic]]
     if missing:
         raise PlanError(f'The partitions "{",".join(missing)}" do not exist')  # Kafka's words
-    wanted += [(topic, partition) for topic in named for partition in metadata.partitions[topic]]
-    return sorted(set(wanted))
+    wanted = sorted(set(wanted) | {(topic, partition) for topic in named for partition in metadata.partitions[topic]})
+    if live.group_type == STREAMS and request.spec.kind != FROM_FILE \
+            and not all(tp in live.committed_offsets for tp in wanted):
+        raise PlanError(f"One or more topics are not part of the group '{live.group}'.")  # Kafka's words
+    return wanted
 
 
 def _time_ms(spec: ResetSpec, now: datetime) -> int | None:
@@ -174,19 +216,21 @@ def _reset_action(request: ResetRequest, live: kafka_calls.LiveGroupState, topic
                   facts: PartitionFacts, target: ResetTarget, at_ms: int | None) -> PlannedAction:
     read_again, skipped = target.messages_read_again(facts), target.messages_skipped(facts)
     if facts.committed is None:
-        reason = f"reset {request.spec.describe()}: no committed offset now; the group starts at {target.target}"
+        reason = f"reset {request.spec.describe()}: no offset there now; the group starts at {target.target}"
     elif read_again:
         reason = f"reset {request.spec.describe()}: the group reads {read_again} messages again"
     elif skipped:
         reason = f"reset {request.spec.describe()}: the group skips {skipped} messages"
     else:
         reason = f"reset {request.spec.describe()}: the group reads on from where it is"
-    return PlannedAction(RESET_OFFSET, request.group, topic, partition, reason, facts={
+    action = RESET_SHARE_OFFSET if live.group_type == SHARE else RESET_OFFSET
+    return PlannedAction(action, request.group, topic, partition, reason, facts={
         "specifier": request.spec.describe(),
         "group_state": live.state,
         "group_type": live.group_type,
         "member_count": live.member_count,
-        "committed_offset": facts.committed,
+        # the committed offset; a share group's share-partition start offset
+        "current_offset": facts.committed,
         "target_offset": target.target,
         "requested_offset": target.requested if target.clamped_to else None,
         "clamped_to": target.clamped_to,
@@ -200,11 +244,11 @@ def _reset_action(request: ResetRequest, live: kafka_calls.LiveGroupState, topic
 
 def reset_cost(actions: list[PlannedAction]) -> str:
     """What the resets among `actions` cost the group: the messages it reads again and skips."""
-    resets = [a for a in actions if a.action == RESET_OFFSET]
+    resets = [a for a in actions if a.action in RESET_ACTIONS]
     read_again = sum(a.facts.get("messages_read_again") or 0 for a in resets)
     skipped = sum(a.facts.get("messages_skipped") or 0 for a in resets)
-    unknown = sum(a.facts.get("committed_offset") is None for a in resets)
+    unknown = sum(a.facts.get("current_offset") is None for a in resets)
     return (f"the reset makes the group read {read_again:,} messages again and skip {skipped:,}"
             + (f"; {unknown} partition{'s' if unknown != 1 else ''} {'have' if unknown != 1 else 'has'} no "
-               "committed offset now (where the group starts there today depends on its auto.offset.reset)"
+               "offset now (where the group starts there today depends on its auto.offset.reset)"
                if unknown else ""))

@@ -2,8 +2,8 @@
 
 Pure logic on facts the broker gave (log start and end, the offset ListOffsets found for a time,
 the group's committed offset); `reset_plans.py` asks the broker for them. Each rule follows Kafka's
-own tool, `GroupOffsetsResetter` in Kafka's tools (shared by `kafka-consumer-groups`,
-`kafka-streams-groups` and `kafka-share-groups`):
+own tools: `OffsetsUtils` in Kafka 4.3's tools (`GroupOffsetsResetter` in later versions), which
+`kafka-consumer-groups`, `kafka-streams-groups` and `kafka-share-groups` share:
 
 - `--to-earliest` / `--to-latest`: the log start / end (ListOffsets EARLIEST / LATEST).
 - `--to-current`: the committed offset; where the group has none, the log end (`resetToCurrent`).

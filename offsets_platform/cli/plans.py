@@ -7,7 +7,7 @@ import sys
 from datetime import datetime, timezone
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
-from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_OFFSET, facts_text
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS, facts_text
 from offsets_platform.cleanup.reset_targets import export_csv
 from offsets_platform.cli.args import add_home_option, cluster_and_lake, lake_of, requester
 from offsets_platform.cli.output import as_json, table_lines
@@ -123,7 +123,7 @@ def _show(args, settings: Settings) -> int:
 
     lake = lake_of(args, settings, must_exist=True)
     plan = load_plan(lake, args.plan_id)
-    resets = [action for action in plan.actions if action.action == RESET_OFFSET]
+    resets = [action for action in plan.actions if action.action in RESET_ACTIONS]
     if args.export:
         if not resets:
             print(f"error: plan {plan.plan_id} resets no offset: --export writes the offsets of a reset plan",
@@ -160,7 +160,7 @@ def _approve(args, settings: Settings) -> int:
         print(f"warning: {approval.older_facts}", file=sys.stderr)
     print(f"{approval.approved_by} approved {len(approval.action_ids)} actions of plan {args.plan_id}")
     approved = [action for action in load_plan(lake, args.plan_id).actions if action.action_id in approval.action_ids]
-    if any(action.action == RESET_OFFSET for action in approved):
+    if any(action.action in RESET_ACTIONS for action in approved):
         print(f"what was approved: {reset_cost(approved)}")
     return 0
 

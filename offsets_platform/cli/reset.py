@@ -2,7 +2,7 @@
 
 The plan is stored like a cleanup plan and goes through the same flow: `show`, `approve` by another
 person, `apply`. The specifiers, the --topic syntax and the CSV of --from-file and --export are those
-of Kafka's `kafka-consumer-groups --reset-offsets`.
+of Kafka's `--reset-offsets` (`kafka-consumer-groups`, `kafka-streams-groups`, `kafka-share-groups`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_OFFSET
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS
 from offsets_platform.cleanup.reset_plans import FACT_COLUMNS, reset_cost
 from offsets_platform.cli.args import cluster_and_lake, requester
 from offsets_platform.cli.direct import add_cluster_options, topic_argument
@@ -23,11 +23,13 @@ DRY_RUN_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 def add_reset_command(commands) -> None:
     reset = commands.add_parser(
         "plan-reset", help="plan an offset reset of a group (resolved now, applied after approval)",
-        description="Plan a reset of a group's committed offsets, with the specifiers of Kafka's "
-                    "kafka-consumer-groups --reset-offsets. The new offsets are resolved against the cluster now "
+        description="Plan a reset of a group's committed offsets (a share group's start offsets), with the "
+                    "specifiers of Kafka's --reset-offsets as the tool of the group's kind takes them. The new offsets are resolved against the cluster now "
                     "and stored as a plan; another person approves it, then `apply` commits exactly those offsets "
                     "(skipping any partition whose committed offset changed). Sends nothing to the group.")
-    reset.add_argument("--group", required=True, help="the group (classic or consumer; inactive: Empty or unknown)")
+    reset.add_argument("--group", required=True, help="the group, of any kind, inactive (Empty, or unknown to the "
+                                                      "coordinator); a streams group's --topic and --all-topics are "
+                                                      "Kafka's --input-topic and --all-input-topics")
     scope = reset.add_mutually_exclusive_group()
     scope.add_argument("--topic", action="append", default=[], type=topic_argument, metavar="TOPIC[:P,P]",
                        help="topic, or topic:0,1 for some partitions (repeatable)")
@@ -95,16 +97,18 @@ def _plan_reset(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def reset_table_lines(actions) -> list[str]:
-    """Kafka's --dry-run table (a blank line, then GROUP TOPIC PARTITION NEW-OFFSET padded as Kafka
-    pads them), each row followed by the facts the new offset rests on."""
-    resets = [a for a in actions if a.action == RESET_OFFSET]
-    group_width = max([15] + [len(a.group) for a in resets])
-    topic_width = max([15] + [len(a.topic) for a in resets])
+    """Kafka's --dry-run table (a blank line, then GROUP TOPIC PARTITION NEW-OFFSET padded as the
+    tool of the group's kind pads them), each row followed by the facts the new offset rests on."""
+    resets = [a for a in actions if a.action in RESET_ACTIONS]
+    if any(a.facts.get("group_type") == "streams" for a in resets):
+        widths = [30, 30, 10, 15]  # StreamsGroupCommand.printOffsetsToReset
+    else:  # OffsetsUtils.printOffsetsToReset: at least 15, as wide as the longest name
+        widths = [max([15] + [len(a.group) for a in resets]), max([15] + [len(a.topic) for a in resets]), 10, 10]
     rows = [DRY_RUN_COLUMNS + tuple(title for title, _ in FACT_COLUMNS)]
     rows += [(a.group, a.topic, str(a.partition), str(a.facts["target_offset"]))
              + tuple("-" if a.facts.get(key) is None else str(a.facts[key]) for _, key in FACT_COLUMNS)
              for a in resets]
-    widths = [max(len(row[i]) for row in rows) for i in range(4, len(rows[0]))]
-    return [""] + [f"{row[0]:<{group_width}} {row[1]:<{topic_width}} {row[2]:<10} {row[3]:<10}  "
-                   + "  ".join(f"{cell:<{width}}" for cell, width in zip(row[4:], widths)).rstrip()
+    widths += [max(len(row[i]) for row in rows) for i in range(4, len(rows[0]))]
+    return [""] + [" ".join(f"{cell:<{width}}" for cell, width in zip(row[:4], widths)) + "  "
+                   + "  ".join(f"{cell:<{width}}" for cell, width in zip(row[4:], widths[4:])).rstrip()
                    for row in rows]

@@ -40,7 +40,7 @@ import kafka.errors as Errors
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.metadata import CoordinatorType
 
-from offsets_platform.kafka.admin_group_messages import DescribeShareGroupOffsetsRequest
+from offsets_platform.kafka.admin_group_messages import AlterShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequest
 from offsets_platform.kafka.errors import BrokerUnreachable, reachable_now
 from offsets_platform.settings import KafkaConnection
 
@@ -166,6 +166,29 @@ class SnapshotAdminClient(KafkaAdminClient):
             described.update({group.group_id: group for group in response.groups})
         return described
 
+    def alter_share_group_offsets(self, group_id: str, offsets: dict[tuple[str, int], int]):
+        """AlterShareGroupOffsets (KIP-932) to the group's coordinator: the start offset of each
+        (topic, partition); returns the AlterShareGroupOffsetsResponse as the broker sent it (a
+        request-level ErrorCode, and one per partition). Asked again while the coordinator moves or
+        loads, as the other group calls are."""
+        return self._manager.run(self._async_alter_share_group_offsets, group_id, dict(offsets))
+
+    async def _async_alter_share_group_offsets(self, group_id: str, offsets: dict[tuple[str, int], int]):
+        topic_type = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+        by_topic: dict[str, list] = {}
+        for (topic, partition), offset in offsets.items():
+            by_topic.setdefault(topic, []).append(topic_type.AlterShareGroupOffsetsRequestPartition(
+                partition_index=partition, start_offset=offset))
+        request = AlterShareGroupOffsetsRequest(group_id=group_id, topics=[
+            topic_type(topic_name=topic, partitions=partitions) for topic, partitions in by_topic.items()])
+
+        async def send(groups: list[str]) -> dict:
+            node_id = await self._find_coordinator_id(group_id)
+            return {group_id: await self._manager.send(request, node_id=node_id)}
+
+        answered = await self._following_coordinators([group_id], send, _altered_error)
+        return answered[group_id]
+
     # kafka-python's group calls, asked again while a coordinator moves or loads. A call given
     # `group_coordinator_id` goes to that broker only, as its caller asked.
 
@@ -185,6 +208,12 @@ class SnapshotAdminClient(KafkaAdminClient):
         if group_coordinator_id is not None or not partitions:
             return await parent(group_id, partitions, group_coordinator_id)
         return await self._following_coordinators([group_id], lambda groups: parent(group_id, partitions))
+
+    async def _async_alter_group_offsets(self, group_id, offsets, group_coordinator_id=None):
+        parent = super()._async_alter_group_offsets
+        if group_coordinator_id is not None or not offsets:
+            return await parent(group_id, offsets, group_coordinator_id)
+        return await self._following_coordinators([group_id], lambda groups: parent(group_id, offsets))
 
     async def _async_delete_groups(self, group_ids, group_coordinator_id=None):
         parent = super()._async_delete_groups
@@ -286,6 +315,12 @@ def _is_one_of(error_type: type | None, classes: tuple[type, ...]) -> bool:
 def _described_error(group) -> type | None:
     """The error class of one group of a describe answer (DescribeGroups and its twins)."""
     return Errors.for_code(group.error_code) if group is not None and group.error_code else None
+
+
+def _altered_error(response) -> type | None:
+    """The request-level error class of an AlterShareGroupOffsets answer (a moved or loading
+    coordinator is answered there)."""
+    return Errors.for_code(response.error_code) if response is not None and response.error_code else None
 
 
 def _deleted_error(result: str | None) -> type | None:

@@ -101,8 +101,9 @@ class MemberDescription:
 class GroupDescription:
     """A group as the API of its type describes it; `group_type` None and state Dead when no API
     knows it. `error_code` non-zero: that API answered this error for the group (nothing else is
-    known then but the type). `source_topics`: a streams group's topology topics, None if not
-    initialized or not a streams group."""
+    known then but the type). `source_topics`: a streams group's topology topics (source and
+    repartition source topics), None if not initialized or not a streams group; `input_topics`:
+    of those, the source topics only (what Kafka's `kafka-streams-groups --all-input-topics` names)."""
 
     group: str
     group_type: str | None
@@ -111,6 +112,7 @@ class GroupDescription:
     protocol: str | None
     members: tuple[MemberDescription, ...]
     source_topics: frozenset[str] | None = None
+    input_topics: frozenset[str] | None = None
     error_code: int = 0
     error_message: str | None = None
 
@@ -254,7 +256,8 @@ def _streams_group(group_id: str, group) -> GroupDescription:
         tuple(sorted(source)) if source is not None else None, None,
         _task_partitions(m.assignment.active_tasks, subtopologies) if source is not None else None)
         for m in group.members)
-    return GroupDescription(group_id, STREAMS, group.group_state, STREAMS, None, members, source)
+    inputs = frozenset(t for s in group.topology.subtopologies for t in s.source_topics) if subtopologies else None
+    return GroupDescription(group_id, STREAMS, group.group_state, STREAMS, None, members, source, inputs)
 
 
 def _topic_partitions(entries) -> list[dict]:

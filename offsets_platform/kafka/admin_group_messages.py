@@ -1,9 +1,9 @@
-"""Wire formats of the describe requests of KIP-848 consumer, streams and share groups, and of
-DescribeShareGroupOffsets.
+"""Wire formats of the describe requests of KIP-848 consumer, streams and share groups, of
+DescribeShareGroupOffsets and of AlterShareGroupOffsets.
 
 kafka-python 3.0.12 has DescribeGroups (classic groups only) but none of ConsumerGroupDescribe
-(API key 69, KIP-848), StreamsGroupDescribe (89, KIP-1071), ShareGroupDescribe (77, KIP-932) or
-DescribeShareGroupOffsets (90, KIP-932).
+(API key 69, KIP-848), StreamsGroupDescribe (89, KIP-1071), ShareGroupDescribe (77, KIP-932),
+DescribeShareGroupOffsets (90, KIP-932) or AlterShareGroupOffsets (91, KIP-932).
 Its protocol machinery builds a request or response class from a message schema in Kafka's JSON
 form (`kafka.protocol.api_message.ApiMessage`); it normally reads that schema from a file of
 its own package. The schemas here are written as Python data, in that form, from the message
@@ -236,5 +236,34 @@ DescribeShareGroupOffsetsResponse = _from_schema(_message("DescribeShareGroupOff
         ]),
         _field("ErrorCode", "int16"),
         _field("ErrorMessage", "string", nullable=True),
+    ]),
+]))
+
+
+# AlterShareGroupOffsets v0 (API key 91, KIP-932): sets a share group's share-partition start
+# offsets; the coordinator takes it only from an Empty share group, or one it creates for it
+# (GroupMetadataManager.alterShareGroupOffsets: throwIfShareGroupIsNotEmpty, NON_EMPTY_GROUP).
+AlterShareGroupOffsetsRequest = _from_schema(_message("AlterShareGroupOffsetsRequest", 91, "request", "0", [
+    _field("GroupId", "string"),
+    _field("Topics", "[]AlterShareGroupOffsetsRequestTopic", fields=[
+        _field("TopicName", "string"),
+        _field("Partitions", "[]AlterShareGroupOffsetsRequestPartition", fields=[
+            _field("PartitionIndex", "int32"),
+            _field("StartOffset", "int64"),
+        ]),
+    ]),
+]))
+AlterShareGroupOffsetsResponse = _from_schema(_message("AlterShareGroupOffsetsResponse", 91, "response", "0", [
+    _field("ThrottleTimeMs", "int32"),
+    _field("ErrorCode", "int16"),
+    _field("ErrorMessage", "string", nullable=True),
+    _field("Responses", "[]AlterShareGroupOffsetsResponseTopic", fields=[
+        _field("TopicName", "string"),
+        _field("TopicId", "uuid"),
+        _field("Partitions", "[]AlterShareGroupOffsetsResponsePartition", fields=[
+            _field("PartitionIndex", "int32"),
+            _field("ErrorCode", "int16"),
+            _field("ErrorMessage", "string", nullable=True),
+        ]),
     ]),
 ]))

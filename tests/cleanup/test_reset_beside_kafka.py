@@ -244,7 +244,7 @@ def test_apply_skips_a_partition_whose_offset_changed_and_a_group_that_came_back
     assert kafka_calls.live_group(admin, "reset-moving").committed_offsets == {(LEDGER, 0): RECORDS[0], (LEDGER, 1): 3}
     capsys.readouterr()
     assert main(["show", plan_id, "--home", str(tmp_path)]) == 0
-    assert "the group's committed offset changed since the plan (3 now, 2 when planned)" in capsys.readouterr().out
+    assert "the group moved since the plan (offset 3 now, 2 when planned)" in capsys.readouterr().out
 
     # planned while Empty, applied after a member joined: skipped, nothing committed
     standalone_commit(bootstrap, "reset-rejoined", COMMITTED)

@@ -1,11 +1,15 @@
-"""The rules of an offset reset's new offsets, as Kafka's GroupOffsetsResetter applies them (pure)."""
+"""The rules of an offset reset's new offsets, as Kafka 4.3's OffsetsUtils applies them (pure)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
+from offsets_platform.cleanup.kafka_calls import LiveGroupState
+from offsets_platform.cleanup.plans import PlanError
+from offsets_platform.cleanup.reset_plans import check_resettable, current_offsets
 from offsets_platform.cleanup.reset_targets import (
     BY_DURATION, CLAMPED_TO_LOG_END, CLAMPED_TO_LOG_START, FROM_FILE, SHIFT_BY, TO_CURRENT, TO_DATETIME, TO_EARLIEST,
     TO_LATEST, TO_OFFSET, PartitionFacts, ResetSpec, ResetSpecError, export_csv, parse_datetime_ms, parse_duration,
@@ -118,3 +122,32 @@ def test_the_reset_file_in_both_of_kafkas_formats_and_export_writes_them():
         parse_reset_file("orders,0,5\norders,1\n", ["g"])
     with pytest.raises(ResetSpecError, match="numbers"):
         parse_reset_file("orders,zero,5\n", ["g"])
+
+
+@pytest.mark.parametrize(("group_type", "state", "members", "refusal"), [
+    ("consumer", "Stable", 1, "Assignments can only be reset if the group 'g' is inactive, but the current state is Stable."),
+    ("classic", "PreparingRebalance", 0,
+     "Assignments can only be reset if the group 'g' is inactive, but the current state is PreparingRebalance."),
+    ("streams", "Reconciling", 2,
+     "Assignments can only be reset if the group 'g' is inactive, but the current state is Reconciling."),
+    ("share", "Stable", 1, "Share group 'g' is not empty."),
+])
+def test_a_group_that_is_not_inactive_is_refused_in_the_words_of_its_kafka_tool(group_type, state, members, refusal):
+    live = LiveGroupState("g", state, group_type, members, frozenset(), group_type=group_type)
+    with pytest.raises(PlanError) as refused:
+        check_resettable(live, ResetSpec(TO_EARLIEST))
+    assert str(refused.value) == refusal
+    check_resettable(replace(live, state="Empty", member_count=0), ResetSpec(TO_EARLIEST))
+    check_resettable(replace(live, state="Dead", member_count=0, group_type=None), ResetSpec(SHIFT_BY, 1))
+
+
+def test_where_each_kind_of_group_is_read_from():
+    committed = {("in", 0): 5, ("repartition", 0): 7, ("other", 0): 1}
+    streams = LiveGroupState("g", "Empty", "streams", 0, frozenset(), committed, "streams",
+                             source_topics=frozenset({"in", "repartition"}), input_topics=frozenset({"in"}))
+    assert current_offsets(streams) == {("in", 0): 5, ("repartition", 0): 7}  # getCommittedOffsets
+    share = LiveGroupState("g", "Empty", "share", 0, frozenset(), {}, "share",
+                           share_start_offsets={("in", 0): 3, ("in", 1): None})
+    assert current_offsets(share) == {("in", 0): 3}
+    consumer = LiveGroupState("g", "Empty", "consumer", 0, frozenset(), committed, "consumer")
+    assert current_offsets(consumer) == committed
