@@ -48,6 +48,9 @@ class PlanResetConfig(Config):
     topics: List[str] = Field(default=[], description="TOPIC or TOPIC:P,P, as Kafka's --topic (empty with "
                                                       "all_topics, or with FROM_FILE, whose lines name them)")
     all_topics: bool = Field(default=False, description="every partition the group has a committed offset for")
+    allow_new_group: bool = Field(default=False, description="give a group the cluster does not know its first "
+                                                             "offsets (otherwise refused: a misspelt name would "
+                                                             "make a new group)")
     valid_hours: int = Field(default=DEFAULT_VALID_HOURS, description="the plan expires after this")
 
 
@@ -73,7 +76,7 @@ def plan_reset(context: OpExecutionContext, config: PlanResetConfig, kafka: Kafk
     kind = config.specifier.value
     try:
         request = reset_request(config.group, kind, None if kind == FROM_FILE else config.value, config.topics,
-                                config.all_topics, config.value if kind == FROM_FILE else None)
+                                config.all_topics, config.value if kind == FROM_FILE else None, config.allow_new_group)
         with open_admin(kafka.connection(), REQUEST_TIMEOUT_S, REQUEST_TIMEOUT_S) as admin:
             plan = build_reset_plan(admin, request, run_identity_or_id(context), valid_hours=config.valid_hours)
     except (ResetSpecError, PlanError, GroupCallError) as error:  # Kafka's refusal alone heads the failed run

@@ -12,6 +12,7 @@ from offsets_platform.durations import age_text
 from offsets_platform.lake import Lake
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.lake.tables import RECORD_TABLES
+from offsets_platform.views.from_lake import last_resets, reset_text
 
 # Rows of a list a summary shows before "and N more".
 SHOWN = 5
@@ -95,6 +96,10 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
     for row in group_deletes[:SHOWN]:
         lines.append(f"  DeleteGroups {row['group_id']} (Empty since {row['state_entered_at']:%Y-%m-%d %H:%M} UTC)")
     lines += _more(group_deletes, "groups")
+    resets = last_resets(lake)
+    for row in resets[:SHOWN]:
+        lines.append(f"  offsets of {row['group_id']} last reset {reset_text(row)}")
+    lines += _more(resets, "groups' last offset resets")
     return lines
 
 
@@ -144,6 +149,11 @@ def headline(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOURS) -> 
                      f"{_count(len(group_deletes), 'group')} Empty for longer than {DEFAULT_IDLE_HOURS} h."
                      if offset_deletes or group_deletes
                      else "Nothing to clean up.")
+    resets = last_resets(lake)
+    if resets:
+        sentences.append(f"Offsets reset by this tool: {_count(len(resets), 'group')}; the latest, "
+                         + "; ".join(f"{r['group_id']}, {reset_text(r)}" for r in resets[:3])
+                         + (f"; and {len(resets) - 3:,} more" if len(resets) > 3 else "") + ".")
     return sentences
 
 

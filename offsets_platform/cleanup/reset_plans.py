@@ -62,10 +62,13 @@ class ResetRequest:
     topics: tuple[TopicRequest, ...] = ()
     all_topics: bool = False
     file_offsets: dict[tuple[str, int], int] | None = None  # this group's lines of --from-file
+    # a group the cluster does not know may be given offsets (as Kafka's tool does) only when asked:
+    # otherwise a misspelt name would make a new group instead of failing
+    allow_new_group: bool = False
 
 
 def reset_request(group: str, kind: str, value: str | None, topics: list, all_topics: bool,
-                  file_text: str | None = None) -> ResetRequest:
+                  file_text: str | None = None, allow_new_group: bool = False) -> ResetRequest:
     """A ResetRequest from what the command line or Dagster's config gives: the specifier's name
     (`SPECIFIERS`, as Kafka's options without the dashes) and its value as typed (N for to-offset and
     shift-by, a time for to-datetime, a duration for by-duration; none for the others), the topics
@@ -102,7 +105,7 @@ def reset_request(group: str, kind: str, value: str | None, topics: list, all_to
         scope = tuple(t if isinstance(t, TopicRequest) else parse_topic_argument(t) for t in topics)
     except ValueError as error:
         raise ResetSpecError(str(error)) from None
-    return ResetRequest(group, spec, scope, all_topics, file_offsets)
+    return ResetRequest(group, spec, scope, all_topics, file_offsets, allow_new_group)
 
 
 def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_by: str, *,
@@ -110,15 +113,20 @@ def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_
     """Resolve `request` against the broker now and return the plan (not stored: save_plan does).
 
     Raises:
-        PlanError: Kafka would refuse the reset (a group with members, an unknown topic or
-            partition, --shift-by without a committed offset, no line for the group in the file, a
-            specifier Kafka 4.3's kafka-share-groups lacks for a share group, a topic not part of a streams
-            group); the message says which.
+        ResetSpecError: the request names what the cluster does not have: a group it does not know
+            (unless `allow_new_group`), an unknown topic or partition, a group absent from the file,
+            a topic that is not part of a streams group.
+        PlanError: Kafka would refuse the reset (a group with members, --shift-by without a
+            committed offset, a specifier Kafka 4.3's kafka-share-groups lacks for a share group);
+            the message says which.
         GroupCallError: the broker refused to describe the group.
         BrokerUnreachable: the connection failed.
     """
     now = now or datetime.now(timezone.utc)
     live = kafka_calls.live_group(admin, request.group)
+    if not live.exists and not live.committed_offsets and not request.allow_new_group:
+        raise ResetSpecError(f"--group {request.group}: the cluster knows no such group; to give a new group its "
+                             "first offsets, as Kafka's tool would, ask for it (--allow-new-group)")
     check_resettable(live, request.spec)
     current = current_offsets(live)
     partitions = _partitions(admin, request, live, current)
@@ -180,7 +188,7 @@ def _partitions(admin: SnapshotAdminClient, request: ResetRequest, live: kafka_c
     offset of the group, as `StreamsGroupCommand.filterExistingGroupTopics` checks)."""
     if request.spec.kind == FROM_FILE:
         if request.file_offsets is None:
-            raise PlanError(f"No reset plan for group {request.group} found.")
+            raise ResetSpecError(f"No reset plan for group {request.group} found.")  # Kafka's words
         wanted = sorted(request.file_offsets)
     elif request.all_topics:
         if live.group_type == STREAMS:
@@ -192,14 +200,15 @@ def _partitions(admin: SnapshotAdminClient, request: ResetRequest, live: kafka_c
     metadata = kafka_calls.topic_metadata(admin, {topic for topic, _ in wanted} | named)
     if metadata.errors:
         unknown = ", ".join(sorted(metadata.errors))
-        raise PlanError(f"unknown topic {unknown}: {kafka_calls.error_message(next(iter(metadata.errors.values())))}")
+        raise ResetSpecError(f"--topic: unknown topic {unknown}: "
+                             f"{kafka_calls.error_message(next(iter(metadata.errors.values())))}")
     missing = [f"{topic}-{partition}" for topic, partition in wanted if partition not in metadata.partitions[topic]]
     if missing:
-        raise PlanError(f'The partitions "{",".join(missing)}" do not exist')  # Kafka's words
+        raise ResetSpecError(f'--topic: The partitions "{",".join(missing)}" do not exist')  # Kafka's words
     wanted = sorted(set(wanted) | {(topic, partition) for topic in named for partition in metadata.partitions[topic]})
     if live.group_type == STREAMS and request.spec.kind != FROM_FILE \
             and not all(tp in live.committed_offsets for tp in wanted):
-        raise PlanError(f"One or more topics are not part of the group '{live.group}'.")  # Kafka's words
+        raise ResetSpecError(f"--topic: One or more topics are not part of the group '{live.group}'.")  # Kafka's
     return wanted
 
 
@@ -215,7 +224,7 @@ def _time_ms(spec: ResetSpec, now: datetime) -> int | None:
 def _reset_action(request: ResetRequest, live: kafka_calls.LiveGroupState, topic: str, partition: int,
                   facts: PartitionFacts, target: ResetTarget, at_ms: int | None) -> PlannedAction:
     read_again, skipped = target.messages_read_again(facts), target.messages_skipped(facts)
-    if facts.committed is None:
+    if facts.current is None:
         reason = f"reset {request.spec.describe()}: no offset there now; the group starts at {target.target}"
     elif read_again:
         reason = f"reset {request.spec.describe()}: the group reads {read_again} messages again"
@@ -230,7 +239,7 @@ def _reset_action(request: ResetRequest, live: kafka_calls.LiveGroupState, topic
         "group_type": live.group_type,
         "member_count": live.member_count,
         # the committed offset; a share group's share-partition start offset
-        "current_offset": facts.committed,
+        "current_offset": facts.current,
         "target_offset": target.target,
         "requested_offset": target.requested if target.clamped_to else None,
         "clamped_to": target.clamped_to,

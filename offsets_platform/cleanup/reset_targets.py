@@ -62,7 +62,7 @@ class PartitionFacts:
 
     log_start: int
     log_end: int
-    committed: int | None  # the group's committed offset; None where it has none
+    current: int | None  # the group's committed offset (a share group's start offset); None where it has none
     at_time: int | None = None  # ListOffsets by timestamp; None where no record is that late
 
 
@@ -76,16 +76,16 @@ class ResetTarget:
         """Messages still in the log that the group read and will read again (target below its
         offset); None without a committed offset (where it starts then depends on the consumer's
         auto.offset.reset)."""
-        if facts.committed is None:
+        if facts.current is None:
             return None
-        return max(0, min(facts.committed, facts.log_end) - self.target)
+        return max(0, min(facts.current, facts.log_end) - self.target)
 
     def messages_skipped(self, facts: PartitionFacts) -> int | None:
         """Messages still in the log that the group has not read and never will (target above its
         offset); those below the log start are gone already. None without a committed offset."""
-        if facts.committed is None:
+        if facts.current is None:
             return None
-        return max(0, self.target - max(facts.committed, facts.log_start))
+        return max(0, self.target - max(facts.current, facts.log_start))
 
 
 def target_of(spec: ResetSpec, facts: PartitionFacts, requested_in_file: int | None = None) -> ResetTarget:
@@ -99,7 +99,7 @@ def target_of(spec: ResetSpec, facts: PartitionFacts, requested_in_file: int | N
     if spec.kind == TO_LATEST:
         return ResetTarget(facts.log_end, facts.log_end, None)
     if spec.kind == TO_CURRENT:
-        offset = facts.log_end if facts.committed is None else facts.committed
+        offset = facts.log_end if facts.current is None else facts.current
         return ResetTarget(offset, offset, None)
     if spec.kind in BY_TIME:
         offset = facts.log_end if facts.at_time is None else facts.at_time
@@ -107,9 +107,9 @@ def target_of(spec: ResetSpec, facts: PartitionFacts, requested_in_file: int | N
     if spec.kind == TO_OFFSET:
         return _clamped(int(spec.value), facts)
     if spec.kind == SHIFT_BY:
-        if facts.committed is None:
+        if facts.current is None:
             raise ResetSpecError("cannot shift the offset of a partition without a committed offset")
-        return _clamped(facts.committed + int(spec.value), facts)
+        return _clamped(facts.current + int(spec.value), facts)
     if spec.kind == FROM_FILE:
         return _clamped(requested_in_file, facts)
     raise ResetSpecError(f"unknown specifier {spec.kind!r}")

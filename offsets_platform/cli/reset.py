@@ -8,9 +8,11 @@ of Kafka's `--reset-offsets` (`kafka-consumer-groups`, `kafka-streams-groups`, `
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS
+from offsets_platform.cleanup.reset_targets import ResetSpecError
 from offsets_platform.cleanup.reset_plans import FACT_COLUMNS, reset_cost
 from offsets_platform.cli.args import cluster_and_lake, requester
 from offsets_platform.cli.direct import add_cluster_options, topic_argument
@@ -45,6 +47,9 @@ def add_reset_command(commands) -> None:
     to.add_argument("--by-duration", metavar="PnDTnHnM",
                     help="the first offset at or after now minus this ISO-8601 duration")
     to.add_argument("--from-file", metavar="CSV", help="the offsets of a CSV as --export writes it, clamped")
+    reset.add_argument("--allow-new-group", action="store_true",
+                       help="give a group the cluster does not know its first offsets (without it, an unknown group "
+                            "is refused: a misspelt name would make a new group)")
     reset.add_argument("--valid-hours", type=int, default=DEFAULT_VALID_HOURS, help="the plan expires after this")
     add_cluster_options(reset)
     reset.set_defaults(run=_plan_reset)
@@ -57,7 +62,7 @@ def reset_request(args: argparse.Namespace):
         ResetSpecError: a value, time, duration or file Kafka's tool would refuse, or no scope.
     """
     from offsets_platform.cleanup.reset_plans import reset_request as request_of
-    from offsets_platform.cleanup.reset_targets import SPECIFIERS, ResetSpecError
+    from offsets_platform.cleanup.reset_targets import SPECIFIERS
 
     kind = next(kind for kind in SPECIFIERS if getattr(args, kind.replace("-", "_")) not in (None, False))
     value = getattr(args, kind.replace("-", "_"))
@@ -67,7 +72,8 @@ def reset_request(args: argparse.Namespace):
             file_text = Path(args.from_file).read_text()
         except OSError as error:
             raise ResetSpecError(f"cannot read the reset file {args.from_file}: {error.strerror}") from None
-    return request_of(args.group, kind, None if value is True else str(value), args.topic, args.all_topics, file_text)
+    return request_of(args.group, kind, None if value is True else str(value), args.topic, args.all_topics, file_text,
+                      args.allow_new_group)
 
 
 def _plan_reset(args: argparse.Namespace, settings: Settings) -> int:
@@ -79,9 +85,13 @@ def _plan_reset(args: argparse.Namespace, settings: Settings) -> int:
     if target is None:
         return 2
     connection, lake = target
-    request = reset_request(args)
-    with open_admin(connection, args.timeout / 1000, args.timeout / 1000) as admin:
-        plan = build_reset_plan(admin, request, requester(args), valid_hours=args.valid_hours)
+    try:
+        request = reset_request(args)
+        with open_admin(connection, args.timeout / 1000, args.timeout / 1000) as admin:
+            plan = build_reset_plan(admin, request, requester(args), valid_hours=args.valid_hours)
+    except ResetSpecError as error:  # bad input, as argparse answers it: exit code 2, nothing stored
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if not plan.actions:
         print(f"nothing to reset: {args.group} has no committed offset on the partitions named")
         return 0

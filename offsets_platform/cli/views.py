@@ -137,6 +137,10 @@ def _describe(args, settings: Settings) -> int:
             print()
             print("\n".join(table_lines([("REMOVED", "topic"), ("PARTITION", "partition_id"),
                                          ("REMOVED-AT", "removed_at"), ("BY", "removed_by")], view.removed)))
+        if view.last_reset:
+            from offsets_platform.views.from_lake import reset_text
+
+            print(f"\nlast offset reset: {reset_text(view.last_reset)}")
     print()
     print("\n".join(table_lines(
         [("CONSUMER-ID", "consumer_id"), ("GROUP-INSTANCE-ID", "group_instance_id"), ("HOST", "host"),

@@ -16,7 +16,7 @@ from datetime import datetime
 from offsets_platform import attention
 from offsets_platform.lake import Lake
 from offsets_platform.metrics.exposition import Family
-from offsets_platform.views.from_lake import last_refresh
+from offsets_platform.views.from_lake import last_refresh, last_resets
 
 PREFIX = "offsets_platform_"
 
@@ -24,7 +24,7 @@ PREFIX = "offsets_platform_"
 def collect(lake: Lake, within_hours: float = attention.DEFAULT_WITHIN_HOURS) -> list[Family]:
     """Every family, in a fixed order, from the lake as it is now."""
     return [*_coordinator(lake), *_non_consumed(lake), *_lag(lake), *_status(lake),
-            *_expiring(lake, within_hours), *_freshness(lake)]
+            *_expiring(lake, within_hours), *_freshness(lake), *_resets(lake)]
 
 
 def _family(name: str, kind: str, help: str) -> Family:
@@ -170,6 +170,18 @@ def _freshness(lake: Lake) -> list[Family]:
     ingest.add(_seconds(_latest(lake, "offsets_topic_checkpoints", "checkpointed_at")))
     snapshot.add(_seconds(_latest(lake, "broker_configs", "snapshot_at")))
     return [models, per_model, ingest, snapshot]
+
+
+def _resets(lake: Lake) -> list[Family]:
+    at = _family("group_last_offset_reset_timestamp_seconds", "gauge",
+                 "When this tool last reset the group's offsets (the broker took an approved reset plan's last "
+                 "partition), unix seconds (table cleanup_audit).")
+    partitions = _family("group_last_offset_reset_partitions", "gauge",
+                         "How many partitions that last reset moved (table cleanup_audit).")
+    for reset in last_resets(lake):
+        at.add(_seconds(reset["reset_at"]), group_id=reset["group_id"])
+        partitions.add(reset["partitions"], group_id=reset["group_id"])
+    return [at, partitions]
 
 
 def _partition_labels(row: dict) -> dict:

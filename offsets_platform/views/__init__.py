@@ -28,6 +28,8 @@ class GroupView:
     None when not known), subscription (topic names or the regular expression).
     `removed` rows (from the lake only): topic, partition_id, removed_at, removed_by: the offsets
     whose latest record in the log is a tombstone, and who removed them, in words.
+    `last_reset` (from the lake only): the group's last offset reset this tool applied
+    (`from_lake.last_resets`), None when none.
     `source` says where the answer comes from and how fresh it is.
     """
 
@@ -40,6 +42,7 @@ class GroupView:
     members: list[dict] = field(default_factory=list)
     status: str | None = None  # Burrow's verdict on the group (consumer_status); None when not evaluated
     removed: list[dict] = field(default_factory=list)
+    last_reset: dict | None = None
 
 
 def subscription(topics: Sequence[str] | None, regex: str | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from offsets_platform import attention
@@ -98,7 +99,7 @@ def describe_group(lake: Lake, group: str) -> GroupView | None:
                   "client_id": m["client_id"], "partitions": None,
                   "subscription": subscription(m["subscribed_topics"], m["subscribed_topic_regex"])}
                  for m in members],
-        removed=removed_offsets(lake, group))
+        removed=removed_offsets(lake, group), last_reset=next(iter(last_resets(lake, group)), None))
 
 
 # A tombstone is the project's deletion when the audit has one of the same group (and, for an
@@ -163,3 +164,47 @@ def lost(lake: Lake, since: datetime | None = None) -> list[dict]:
     """Per group and topic, the messages retention deleted before the group read them, observed
     since `since` (default: ever), the most first."""
     return [row for row in attention.retention_losses(lake, since=since) if row["messages_lost"] > 0]
+
+
+# the actions of an offset reset (cleanup.plans.RESET_ACTIONS; the read side does not import cleanup)
+_RESET_ACTIONS = ("AlterConsumerGroupOffsets", "AlterShareGroupOffsets")
+
+
+def last_resets(lake: Lake, group: str | None = None) -> list[dict]:
+    """Each group's last offset reset this tool applied (of `group` only, when given), newest first:
+    group_id, reset_at (when the broker took its last partition), reset_by (who applied it), plan_id,
+    specifier (as the plan resolved it, e.g. "--to-datetime 2026-12-01T00:00:00.000"), partitions
+    (how many the broker took) and messages_read_again and messages_skipped (the plan's counts for
+    those partitions). From `cleanup_audit` (the 'committed' outcomes) and the plans' facts."""
+    only = f' and "group" = {lake_string(group)}' if group is not None else ""
+    done = lake.query(f"""select plan_id, "group", action_id, "at", requested_by from cleanup_audit
+                          where outcome = 'committed' and action in ({", ".join(map(lake_string, _RESET_ACTIONS))})
+                          {only} order by "at" """, "cleanup_audit").to_pylist()
+    latest: dict[str, dict] = {}  # group -> its last applied plan's rows
+    for row in done:
+        last = latest.get(row["group"])
+        if last is None or last["plan_id"] != row["plan_id"]:
+            latest[row["group"]] = last = {"plan_id": row["plan_id"], "rows": []}
+        last["rows"].append(row)
+    if not latest:
+        return []
+    plans = ", ".join(lake_string(last["plan_id"]) for last in latest.values())
+    facts = {row["action_id"]: json.loads(row["facts"]) for row in lake.query(
+        f"select action_id, facts from cleanup_plans where plan_id in ({plans})", "cleanup_plans").to_pylist()}
+    resets = []
+    for group_id, last in latest.items():
+        taken = [facts.get(row["action_id"], {}) for row in last["rows"]]
+        resets.append({"group_id": group_id, "reset_at": last["rows"][-1]["at"],
+                       "reset_by": last["rows"][-1]["requested_by"], "plan_id": last["plan_id"],
+                       "specifier": next((f["specifier"] for f in taken if f.get("specifier")), None),
+                       "partitions": len({row["action_id"] for row in last["rows"]}),
+                       "messages_read_again": sum(f.get("messages_read_again") or 0 for f in taken),
+                       "messages_skipped": sum(f.get("messages_skipped") or 0 for f in taken)})
+    return sorted(resets, key=lambda reset: reset["reset_at"], reverse=True)
+
+
+def reset_text(reset: dict) -> str:
+    """One reset in words, as describe, the summary and the report say it."""
+    return (f"{reset['specifier']} on {reset['partitions']:,} partitions at {reset['reset_at']:%Y-%m-%d %H:%M} UTC "
+            f"by {reset['reset_by']} (plan {reset['plan_id']}; {reset['messages_read_again']:,} messages read again, "
+            f"{reset['messages_skipped']:,} skipped)")

@@ -150,7 +150,38 @@ def test_unknown_topics_and_partitions_are_refused_as_kafka_refuses_them(ledger,
                                                "--to-earliest", *scope, "--dry-run"], timeout_s=120)
     assert kafka_says in result.stdout + result.stderr
     status, rows, output = plan_reset(bootstrap, tmp_path, capsys, standalone, "--to-earliest", *scope)
-    assert status == 1 and we_say in output and not rows
+    assert status == 2 and we_say in output and not rows
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--group", "nosuch-group", "--to-earliest", "--all-topics"], "--group nosuch-group: the cluster knows no such group"),
+    (["--group", "reset-standalone", "--to-datetime", "2026-12-07 10:00", "--all-topics"], "error parsing timestamp"),
+    (["--group", "reset-standalone", "--by-duration", "30M", "--all-topics"], "invalid duration '30M'"),
+    (["--group", "reset-standalone", "--from-file", "{bad_csv}"], "line 1 of the reset file has 2 fields"),
+    (["--group", "reset-standalone", "--from-file", "{missing}"], "cannot read the reset file"),
+    (["--group", "reset-standalone", "--to-earliest"], "one of the reset scopes should be defined"),
+    (["--group", "reset-standalone", "--to-earliest", "--topic", "ledger:x"], "partitions must be integers"),
+    (["--group", "reset-standalone", "--to-earliest", "--to-latest", "--all-topics"], "not allowed with argument"),
+], ids=["unknown group", "datetime", "duration", "csv", "no file", "no scope", "partition", "two specifiers"])
+def test_bad_input_is_named_with_exit_code_2_and_nothing_is_stored(ledger, standalone, tmp_path, capsys, args, says):
+    bootstrap, _ = ledger
+    (tmp_path / "bad.csv").write_text(f"{LEDGER},0\n")
+    args = [arg.format(bad_csv=tmp_path / "bad.csv", missing=tmp_path / "missing.csv") for arg in args]
+    capsys.readouterr()
+    try:
+        status = main(["plan-reset", "--bootstrap-server", bootstrap, "--home", str(tmp_path), *args])
+    except SystemExit as exit:  # argparse's own refusals
+        status = exit.code
+    assert status == 2 and says in capsys.readouterr().err
+    assert not lake_for_models(tmp_path / "lake").exists("cleanup_plans")
+
+
+def test_a_new_group_gets_its_first_offsets_only_when_asked_as_kafkas_tool_gives_them(ledger, tmp_path, capsys):
+    bootstrap, _ = ledger
+    kafka_status, kafka_rows, kafka_output = kafka_dry_run(bootstrap, "reset-new", "--to-earliest", "--topic", LEDGER)
+    status, rows, output = plan_reset(bootstrap, tmp_path, capsys, "reset-new", "--to-earliest", "--topic", LEDGER,
+                                      "--allow-new-group")
+    assert status == 0 and rows == kafka_rows and len(rows) == len(RECORDS), (kafka_output, output)
 
 
 def test_a_group_with_members_is_refused_in_kafkas_words(ledger, tmp_path, capsys):

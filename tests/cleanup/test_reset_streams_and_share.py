@@ -108,7 +108,7 @@ def test_a_streams_topic_the_group_has_no_offset_on_is_refused_in_kafkas_words(g
     status, rows, output = plan_reset(bootstrap, tmp_path, capsys, STREAMS, "--topic", ALERTS, "--to-earliest")
     refusal = f"One or more topics are not part of the group '{STREAMS}'."
     assert refusal in kafka_output and not kafka_rows
-    assert status == 1 and refusal in output and not rows
+    assert status == 2 and refusal in output and not rows
 
 
 @pytest.mark.parametrize("args", [["--topic", ALERTS, "--to-earliest"], ["--all-topics", "--to-latest"],

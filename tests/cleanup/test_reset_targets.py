@@ -19,8 +19,8 @@ from offsets_platform.cleanup.reset_targets import (
 pytestmark = pytest.mark.fast
 
 # a partition whose log holds offsets 10 to 49 (retention deleted 0-9), the group at 30
-FACTS = PartitionFacts(log_start=10, log_end=50, committed=30, at_time=42)
-NEVER_COMMITTED = PartitionFacts(log_start=10, log_end=50, committed=None, at_time=None)
+FACTS = PartitionFacts(log_start=10, log_end=50, current=30, at_time=42)
+NEVER_COMMITTED = PartitionFacts(log_start=10, log_end=50, current=None, at_time=None)
 
 
 @pytest.mark.parametrize(("spec", "target", "requested", "clamped"), [
@@ -44,7 +44,7 @@ def test_each_specifier_resolves_as_kafkas_tool(spec, target, requested, clamped
 
 def test_the_log_end_is_checked_before_the_log_start():
     # checkOffsetsRange: above the log end wins, even where the log end is below the log start
-    odd = PartitionFacts(log_start=20, log_end=15, committed=None)
+    odd = PartitionFacts(log_start=20, log_end=15, current=None)
     assert target_of(ResetSpec(TO_OFFSET, 18), odd).target == 15
 
 
@@ -68,10 +68,10 @@ def test_what_a_reset_costs_the_group():
     assert (earlier.messages_read_again(FACTS), earlier.messages_skipped(FACTS)) == (20, 0)
     assert (later.messages_read_again(FACTS), later.messages_skipped(FACTS)) == (0, 20)
     # a group below the log start skips only what is still there: retention took the rest
-    behind = PartitionFacts(log_start=10, log_end=50, committed=4)
+    behind = PartitionFacts(log_start=10, log_end=50, current=4)
     assert target_of(ResetSpec(TO_LATEST), behind).messages_skipped(behind) == 40
     # committed past the log end: nothing there to read again beyond the log end
-    ahead = PartitionFacts(log_start=10, log_end=50, committed=60)
+    ahead = PartitionFacts(log_start=10, log_end=50, current=60)
     assert target_of(ResetSpec(TO_OFFSET, 45), ahead).messages_read_again(ahead) == 5
 
 
