@@ -5,7 +5,8 @@ approvals.py) an approval by the plan's own author does not count: checked again
 configuration may have changed since the approval, or an older version recorded it without the
 check. Actions the audit already shows as done are not repeated, so applying again is safe.
 An offset reset (reset_plans.py) commits the offsets the plan resolved, in one OffsetCommit per
-group, and is skipped when the group is no longer inactive or its committed offset changed.
+group (AlterShareGroupOffsets for a share group), and is skipped when the group is no longer
+inactive or has moved from the offset the plan saw.
 Right before a group's actions the live state is read again (the describe API of the group's
 type: DescribeGroups, ConsumerGroupDescribe, StreamsGroupDescribe or ShareGroupDescribe; then
 OffsetFetch, and DescribeShareGroupOffsets for a share group), and an action whose facts changed is
@@ -37,6 +38,7 @@ from offsets_platform.cleanup.plans import (
     offset_key,
 )
 from offsets_platform.cleanup.reconcile import reconcile_intents
+from offsets_platform.cleanup.reset_plans import INACTIVE_STATES
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
@@ -292,7 +294,7 @@ def _changed_reset_facts(action: PlannedAction, live) -> str | None:
     """A reset goes only to a group that is still inactive (Kafka's rule) and is still where the
     plan saw it (its committed offset, or a share group's start offset): the messages read again
     or skipped were counted from there."""
-    if live.state not in ("Empty", "Dead"):
+    if live.state not in INACTIVE_STATES:
         return f"the group is {live.state} now: Kafka resets the offsets of an inactive group only"
     planned = action.facts.get("current_offset")
     now = (live.share_start_offsets if action.action == RESET_SHARE_OFFSET else live.committed_offsets).get(

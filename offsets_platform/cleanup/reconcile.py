@@ -6,9 +6,9 @@ tells whether the deletion happened, which is what the audit has to say:
 
 - OffsetDelete: OffsetFetch of the group. No committed offset on the partition: 'deleted'. Still
   committed: 'interrupted', the deletion did not happen.
-- OffsetCommit of an offset reset: OffsetFetch of the group (a share group's AlterShareGroupOffsets:
-  DescribeShareGroupOffsets). The planned offset there: 'committed'. Another: 'interrupted' (then re-checked like any action: sent only while the group
-  still holds the offset the plan saw).
+- An offset reset's OffsetCommit: OffsetFetch of the group (a share group's AlterShareGroupOffsets:
+  DescribeShareGroupOffsets). The planned offset there: 'committed'. Another: 'interrupted', then
+  re-checked like any action: sent again only while the group still holds the offset the plan saw.
 - DeleteGroups: the describe API of the group's type. No API knows the group: 'deleted'. Still
   there: 'interrupted'.
 

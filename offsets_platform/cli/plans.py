@@ -8,10 +8,10 @@ from datetime import datetime, timezone
 
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS, facts_text
+from offsets_platform.cleanup.reset_plans import reset_cost
 from offsets_platform.cleanup.reset_targets import export_csv
 from offsets_platform.cli.args import add_home_option, cluster_and_lake, lake_of, requester
 from offsets_platform.cli.output import as_json, table_lines
-from offsets_platform.cleanup.reset_plans import reset_cost
 from offsets_platform.cli.reset import reset_table_lines
 from offsets_platform.durations import age_text
 from offsets_platform.lake.sql_literals import lake_string

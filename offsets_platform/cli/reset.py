@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS
-from offsets_platform.cleanup.reset_targets import ResetSpecError
 from offsets_platform.cleanup.reset_plans import FACT_COLUMNS, reset_cost
+from offsets_platform.cleanup.reset_targets import ResetSpecError
 from offsets_platform.cli.args import cluster_and_lake, requester
 from offsets_platform.cli.direct import add_cluster_options, topic_argument
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, Settings
@@ -26,9 +26,10 @@ def add_reset_command(commands) -> None:
     reset = commands.add_parser(
         "plan-reset", help="plan an offset reset of a group (resolved now, applied after approval)",
         description="Plan a reset of a group's committed offsets (a share group's start offsets), with the "
-                    "specifiers of Kafka's --reset-offsets as the tool of the group's kind takes them. The new offsets are resolved against the cluster now "
-                    "and stored as a plan; another person approves it, then `apply` commits exactly those offsets "
-                    "(skipping any partition whose committed offset changed). Sends nothing to the group.")
+                    "specifiers of Kafka's --reset-offsets as the tool of the group's kind takes them. The new "
+                    "offsets are resolved against the cluster now and stored as a plan; another person approves "
+                    "it, then `apply` commits exactly those offsets (skipping any partition where the group moved "
+                    "since). Sends nothing to the group.")
     reset.add_argument("--group", required=True, help="the group, of any kind, inactive (Empty, or unknown to the "
                                                       "coordinator); a streams group's --topic and --all-topics are "
                                                       "Kafka's --input-topic and --all-input-topics")
@@ -64,8 +65,10 @@ def reset_request(args: argparse.Namespace):
     from offsets_platform.cleanup.reset_plans import reset_request as request_of
     from offsets_platform.cleanup.reset_targets import SPECIFIERS
 
-    kind = next(kind for kind in SPECIFIERS if getattr(args, kind.replace("-", "_")) not in (None, False))
-    value = getattr(args, kind.replace("-", "_"))
+    given = {kind: getattr(args, kind.replace("-", "_")) for kind in SPECIFIERS}
+    # a flag given is True, a value given is not None (--to-offset 0 included)
+    kind = next(kind for kind, value in given.items() if value is not None and value is not False)
+    value = given[kind]
     file_text = None
     if args.from_file:
         try:

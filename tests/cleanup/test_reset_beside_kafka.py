@@ -100,6 +100,7 @@ def specifiers(last_ms: int) -> dict[str, list[str]]:
         "to-current": ["--to-current", "--topic", LEDGER],  # partition 2 has none: the log end
         "to-offset clamped": ["--to-offset", "2", "--topic", f"{LEDGER}:0,1"],  # 0: below its log start
         "to-offset past the end": ["--to-offset", "100", "--topic", LEDGER],
+        "to-offset 0": ["--to-offset", "0", "--topic", f"{LEDGER}:1"],
         "shift-by back": ["--shift-by", "-3", "--topic", f"{LEDGER}:0,1"],
         "shift-by on": ["--shift-by", "5", "--topic", f"{LEDGER}:0,1"],
         # half a minute after the record 3 minutes before the last one; in a zone of its own
