@@ -55,10 +55,13 @@ demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's
 # Each process's Spark driver gets a 2 GB heap rather than 6 GB: the tests' tables are small, and
 # three drivers at 6 GB and the tests' brokers and browsers do not fit in 24 GB.
 TEST_PROCESSES ?= 3
+# The suite starts a broker per test module and uses each for a minute or so: on the JIT's first
+# tier only, a start costs about a third less CPU (benchmarks/README.md, "The embedded broker").
+TEST_BROKERS = OFFSETS_PLATFORM_BROKER_JVM_OPTIONS=-XX:TieredStopAtLevel=1
 test: $(INSTALLED)  ## the whole test suite, the lake on object storage included (installs Debian's chromium and prometheus first when missing, for tests/ui and tests/metrics)
 	bash .ci/install-debian-packages
-	SPARK_LOCAL_IP=127.0.0.1 OFFSETS_PLATFORM_SPARK_DRIVER_MEMORY=2g $(BIN)/python -m pytest --ignore=tests/object_storage -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
-	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest tests/object_storage
+	SPARK_LOCAL_IP=127.0.0.1 OFFSETS_PLATFORM_SPARK_DRIVER_MEMORY=2g $(TEST_BROKERS) $(BIN)/python -m pytest --ignore=tests/object_storage -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
+	SPARK_LOCAL_IP=127.0.0.1 $(TEST_BROKERS) $(BIN)/python -m pytest tests/object_storage
 
 test-object-storage: $(INSTALLED)  ## only the lake on a real S3-compatible server (SeaweedFS, started on loopback by the tests), as the second half of make test runs it
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest tests/object_storage

@@ -22,7 +22,7 @@ from typing import Mapping
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from offsets_platform.broker.jvm import java_command
+from offsets_platform.broker.jvm import SHORT_LIVED, broker_jvm_options, java_command
 from offsets_platform.broker.security import BrokerSecurity
 from offsets_platform.processes import free_loopback_port, start_child, stop_child
 from offsets_platform.settings import KafkaConnection
@@ -186,7 +186,7 @@ class EmbeddedBroker:
         self._process = start_child(
             java_command("kafka.Kafka", [str(config)], heap_mb=self.heap_mb, log4j_config=BROKER_LOG4J,
                          jvm_options=[f"-Xms{min(128, self.heap_mb)}m", f"-Dkafka.logs.dir={self.data_dir}",
-                                      *self._jmx_options()]),
+                                      *self._jmx_options(), *broker_jvm_options()]),
             self.data_dir / "jvm.out")
         try:
             self._wait_until_ready()
@@ -239,7 +239,8 @@ class EmbeddedBroker:
         """`kafka-storage format`: a new cluster id and the metadata log of a fresh cluster."""
         result = subprocess.run(
             java_command("kafka.tools.StorageTool", ["format", "--cluster-id", _random_cluster_id(),
-                                                     "--config", str(config), *self._format_security()]),
+                                                     "--config", str(config), *self._format_security()],
+                         jvm_options=list(SHORT_LIVED)),
             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         if result.returncode != 0:
             raise BrokerStartFailed(self.bootstrap_servers, "formatting its data folder failed:\n"
@@ -474,7 +475,7 @@ class _ClusterNode(EmbeddedBroker):
         """`kafka-storage format` with the cluster's id (every node of a cluster has the same)."""
         result = subprocess.run(
             java_command("kafka.tools.StorageTool", ["format", "--cluster-id", self.cluster.cluster_id,
-                                                     "--config", str(config)]),
+                                                     "--config", str(config)], jvm_options=list(SHORT_LIVED)),
             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         if result.returncode != 0:
             raise BrokerStartFailed(self.bootstrap_servers, "formatting its data folder failed:\n"

@@ -8,6 +8,7 @@ its command-line tools and Kafka Streams' examples, one release) into the virtua
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -70,13 +71,27 @@ def java_command(main_class: str, args: list[str], *, heap_mb: int = 256,
             "-cp", classpath(), main_class, *args]
 
 
+# A JVM that lives a second or two (Kafka's tools, a broker's storage format) runs on the JIT's
+# first tier only: its compiles are quick, and the second tier's would not pay back.
+SHORT_LIVED = ("-XX:TieredStopAtLevel=1",)
+# Extra JVM options of the embedded broker, as a shell would split them. The test suite runs its
+# many short-lived brokers on the JIT's first tier this way (`make test`); a broker that serves a
+# workload for long is better off with both tiers, Java's default.
+BROKER_JVM_OPTIONS_ENV = "OFFSETS_PLATFORM_BROKER_JVM_OPTIONS"
+
+
+def broker_jvm_options() -> list[str]:
+    """The embedded broker's extra JVM options from $OFFSETS_PLATFORM_BROKER_JVM_OPTIONS (none by default)."""
+    return shlex.split(os.environ.get(BROKER_JVM_OPTIONS_ENV, ""))
+
+
 def run_tool(main_class: str, args: list[str], *, timeout_s: float = 120.0,
              input_text: str | None = None) -> subprocess.CompletedProcess:
     """Run one of Kafka's command-line tools (for example
     `org.apache.kafka.tools.consumer.group.ConsumerGroupCommand`) and return what it printed.
 
-    A tool lives a second: it runs on the JIT's first tier only, whose compiles are quick (about
-    0.13 s less per run of kafka-consumer-groups --list, medians of 6 side by side)."""
-    return subprocess.run(java_command(main_class, args, jvm_options=["-XX:TieredStopAtLevel=1"]),
+    A tool is SHORT_LIVED (about 0.13 s less per run of kafka-consumer-groups --list, medians of 6
+    side by side)."""
+    return subprocess.run(java_command(main_class, args, jvm_options=list(SHORT_LIVED)),
                           capture_output=True, text=True,
                           timeout=timeout_s, input=input_text, stdin=None if input_text else subprocess.DEVNULL)
