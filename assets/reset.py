@@ -17,25 +17,16 @@ from pydantic import Field
 from assets.cleanup import CLEANUP_POOL, OPEN_PLANS, run_identity_or_id
 from assets.resources import KafkaResource, LakeResource
 from offsets_platform.cleanup.kafka_calls import GroupCallError
-from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS, PlanError, save_plan
-from offsets_platform.cleanup.reset_plans import FACT_COLUMNS, build_reset_plan, reset_cost, reset_request
-from offsets_platform.cleanup.reset_targets import FROM_FILE, ResetSpecError
+from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, PlanError, save_plan
+from offsets_platform.cleanup.reset_plans import RESET_COLUMNS, build_reset_plan, reset_cost, reset_request, reset_rows
+from offsets_platform.cleanup.reset_targets import FROM_FILE, SPECIFIERS, ResetSpecError
 from offsets_platform.kafka.admin_calls import open_admin
 
 REQUEST_TIMEOUT_S = 15.0
 
 
-class ResetSpecifier(Enum):
-    """Kafka's --reset-offsets specifiers."""
-
-    TO_EARLIEST = "to-earliest"
-    TO_LATEST = "to-latest"
-    TO_CURRENT = "to-current"
-    TO_OFFSET = "to-offset"
-    SHIFT_BY = "shift-by"
-    TO_DATETIME = "to-datetime"
-    BY_DURATION = "by-duration"
-    FROM_FILE = "from-file"
+# Kafka's --reset-offsets specifiers as the launchpad offers them: TO_EARLIEST for to-earliest, ...
+ResetSpecifier = Enum("ResetSpecifier", {kind.upper().replace("-", "_"): kind for kind in SPECIFIERS})
 
 
 class PlanResetConfig(Config):
@@ -56,15 +47,8 @@ class PlanResetConfig(Config):
 
 def reset_markdown(actions) -> str:
     """The plan as Kafka's --dry-run lists it (GROUP TOPIC PARTITION NEW-OFFSET), then the facts."""
-    titles = ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET", *(title for title, _ in FACT_COLUMNS)]
-    lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
-    for a in actions:
-        if a.action not in RESET_ACTIONS:
-            continue
-        facts = [a.facts.get(key) for _, key in FACT_COLUMNS]
-        lines.append("| " + " | ".join(str(cell).replace("|", "\\|") if cell is not None else "-"
-                                       for cell in [a.group, a.topic, a.partition, a.facts["target_offset"], *facts])
-                     + " |")
+    lines = ["| " + " | ".join(RESET_COLUMNS) + " |", "|" + "---|" * len(RESET_COLUMNS)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in reset_rows(actions)]
     return "\n".join(lines)
 
 

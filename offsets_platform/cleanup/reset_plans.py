@@ -49,6 +49,8 @@ SHARE_SPECIFIERS = (TO_EARLIEST, TO_LATEST, TO_DATETIME)
 FACT_COLUMNS = (("CURRENT-OFFSET", "current_offset"), ("LOG-START", "log_start_offset"),
                 ("LOG-END", "log_end_offset"), ("READ-AGAIN", "messages_read_again"),
                 ("SKIPPED", "messages_skipped"), ("CLAMPED-TO", "clamped_to"))
+# Kafka's --dry-run columns, then those facts: the head of `reset_rows`
+RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET", *(title for title, _ in FACT_COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,14 @@ def _reset_action(request: ResetRequest, live: kafka_calls.LiveGroupState, topic
         "messages_skipped": skipped,
         "timestamp_ms": at_ms if request.spec.kind in BY_TIME else None,
     })
+
+
+def reset_rows(actions: list[PlannedAction]) -> list[tuple[str, ...]]:
+    """The resets among `actions` as RESET_COLUMNS, as text ("-" for a fact not known): what the
+    command line prints as a table and the Dagster run shows as markdown."""
+    return [(a.group, a.topic, str(a.partition), str(a.facts["target_offset"]))
+            + tuple("-" if a.facts.get(key) is None else str(a.facts[key]) for _, key in FACT_COLUMNS)
+            for a in actions if a.action in RESET_ACTIONS]
 
 
 def reset_cost(actions: list[PlannedAction]) -> str:

@@ -12,14 +12,11 @@ import sys
 from pathlib import Path
 
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS
-from offsets_platform.cleanup.reset_plans import FACT_COLUMNS, reset_cost
+from offsets_platform.cleanup.reset_plans import RESET_COLUMNS, reset_cost, reset_rows
 from offsets_platform.cleanup.reset_targets import ResetSpecError
 from offsets_platform.cli.args import cluster_and_lake, requester
 from offsets_platform.cli.direct import add_cluster_options, topic_argument
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, Settings
-
-# Kafka's --dry-run columns, padded as its printOffsetsToReset pads them, then the facts of the plan
-DRY_RUN_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 
 
 def add_reset_command(commands) -> None:
@@ -117,10 +114,7 @@ def reset_table_lines(actions) -> list[str]:
         widths = [30, 30, 10, 15]  # StreamsGroupCommand.printOffsetsToReset
     else:  # OffsetsUtils.printOffsetsToReset: at least 15, as wide as the longest name
         widths = [max([15] + [len(a.group) for a in resets]), max([15] + [len(a.topic) for a in resets]), 10, 10]
-    rows = [DRY_RUN_COLUMNS + tuple(title for title, _ in FACT_COLUMNS)]
-    rows += [(a.group, a.topic, str(a.partition), str(a.facts["target_offset"]))
-             + tuple("-" if a.facts.get(key) is None else str(a.facts[key]) for _, key in FACT_COLUMNS)
-             for a in resets]
+    rows = [RESET_COLUMNS, *reset_rows(resets)]
     widths += [max(len(row[i]) for row in rows) for i in range(4, len(rows[0]))]
     return [""] + [" ".join(f"{cell:<{width}}" for cell, width in zip(row[:4], widths)) + "  "
                    + "  ".join(f"{cell:<{width}}" for cell, width in zip(row[4:], widths[4:])).rstrip()

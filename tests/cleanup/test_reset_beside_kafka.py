@@ -54,11 +54,13 @@ def ledger(broker):
     return bootstrap, last_ms
 
 
-def kafka_dry_run(bootstrap: str, group: str, *specifier: str) -> tuple[int, set[tuple[str, ...]], str]:
-    """Kafka's tool with --dry-run: (exit status, its rows as (group, topic, partition, new offset), its output)."""
-    result = run_tool(CONSUMER_GROUP_COMMAND, ["--bootstrap-server", bootstrap, "--reset-offsets", "--group", group,
-                                               *specifier, "--dry-run"], timeout_s=120)
-    return result.returncode, _rows(result.stdout.splitlines()), result.stdout
+def kafka_dry_run(bootstrap: str, group: str, *specifier: str,
+                  command: str = CONSUMER_GROUP_COMMAND) -> tuple[int, set[tuple[str, ...]], str]:
+    """Kafka's tool (`command`: of the group's kind) with --dry-run: (exit status, its rows as
+    (group, topic, partition, new offset), what it printed)."""
+    result = run_tool(command, ["--bootstrap-server", bootstrap, "--reset-offsets", "--group", group,
+                                *specifier, "--dry-run"], timeout_s=120)
+    return result.returncode, _rows(result.stdout.splitlines()), result.stdout + result.stderr
 
 
 def plan_reset(bootstrap: str, home, capsys, group: str, *specifier: str) -> tuple[int, set[tuple[str, ...]], str]:

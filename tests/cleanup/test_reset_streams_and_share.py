@@ -11,7 +11,6 @@ offsets must be the same; then the plan is applied and the broker must hold exac
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -24,7 +23,8 @@ from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV
 from proving_ground.workload.live.clients import set_group_config
 from proving_ground.workload.live.jvm_members import JvmMembers
 from tests.cleanup.direct_helpers import create_topics, produce_counts, standalone_commit
-from tests.cleanup.test_reset_beside_kafka import _rows
+from tests.cleanup.test_group_types import _wait_live
+from tests.cleanup.test_reset_beside_kafka import kafka_dry_run, plan_reset
 
 STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
@@ -32,16 +32,6 @@ STREAMS_INPUT, STREAMS_OUTPUT = "streams-plaintext-input", "streams-wordcount-ou
 OTHER = "before-streams"  # committed to by the group before it ran as a streams application
 ALERTS = "alerts"
 STREAMS, SHARE = "wordcount-reset", "alerts-reset"
-
-
-def _wait_live(admin, group: str, ready, timeout_s: float = 90) -> kafka_calls.LiveGroupState:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        live = kafka_calls.live_group(admin, group)
-        if ready(live):
-            return live
-        assert time.monotonic() < deadline, live
-        time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -73,19 +63,6 @@ def groups(broker, connection):
     return bootstrap
 
 
-def kafka_dry_run(command: str, bootstrap: str, group: str, *specifier: str) -> tuple[set, str]:
-    result = run_tool(command, ["--bootstrap-server", bootstrap, "--reset-offsets", "--group", group, *specifier,
-                                "--dry-run"], timeout_s=120)
-    return _rows(result.stdout.splitlines()), result.stdout + result.stderr
-
-
-def plan_reset(bootstrap: str, home, capsys, group: str, *specifier: str) -> tuple[int, set, str]:
-    capsys.readouterr()
-    status = main(["plan-reset", "--bootstrap-server", bootstrap, "--home", str(home), "--group", group, *specifier])
-    captured = capsys.readouterr()
-    return status, _rows(captured.out.splitlines()), captured.out + captured.err
-
-
 @pytest.mark.parametrize(("kafka_args", "our_args"), [
     # --all-input-topics: the topology's source topics, not its repartition topic nor OTHER
     (["--all-input-topics", "--to-earliest"], ["--all-topics", "--to-earliest"]),
@@ -96,15 +73,15 @@ def plan_reset(bootstrap: str, home, capsys, group: str, *specifier: str) -> tup
 ], ids=["all-input-topics", "shift-by", "to-offset", "other-topic"])
 def test_a_streams_group_resets_as_kafka_streams_groups_resets_it(groups, tmp_path, capsys, kafka_args, our_args):
     bootstrap = groups
-    kafka_rows, kafka_output = kafka_dry_run(STREAMS_GROUP_COMMAND, bootstrap, STREAMS, *kafka_args)
+    _, kafka_rows, kafka_output = kafka_dry_run(bootstrap, STREAMS, *kafka_args, command=STREAMS_GROUP_COMMAND)
     status, rows, output = plan_reset(bootstrap, tmp_path, capsys, STREAMS, *our_args)
     assert status == 0 and rows == kafka_rows and rows, (kafka_output, output)
 
 
 def test_a_streams_topic_the_group_has_no_offset_on_is_refused_in_kafkas_words(groups, tmp_path, capsys):
     bootstrap = groups
-    kafka_rows, kafka_output = kafka_dry_run(STREAMS_GROUP_COMMAND, bootstrap, STREAMS,
-                                             "--input-topic", ALERTS, "--to-earliest")
+    _, kafka_rows, kafka_output = kafka_dry_run(bootstrap, STREAMS, "--input-topic", ALERTS, "--to-earliest",
+                                                command=STREAMS_GROUP_COMMAND)
     status, rows, output = plan_reset(bootstrap, tmp_path, capsys, STREAMS, "--topic", ALERTS, "--to-earliest")
     refusal = f"One or more topics are not part of the group '{STREAMS}'."
     assert refusal in kafka_output and not kafka_rows
@@ -116,7 +93,7 @@ def test_a_streams_topic_the_group_has_no_offset_on_is_refused_in_kafkas_words(g
                          ids=["to-earliest", "to-latest", "to-datetime"])
 def test_a_share_group_resets_as_kafka_share_groups_resets_it(groups, tmp_path, capsys, args):
     bootstrap = groups
-    kafka_rows, kafka_output = kafka_dry_run(SHARE_GROUP_COMMAND, bootstrap, SHARE, *args)
+    _, kafka_rows, kafka_output = kafka_dry_run(bootstrap, SHARE, *args, command=SHARE_GROUP_COMMAND)
     status, rows, output = plan_reset(bootstrap, tmp_path, capsys, SHARE, *args)
     assert status == 0 and rows == kafka_rows and rows, (kafka_output, output)
 
