@@ -3,18 +3,14 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 PYTHON_INSTALLED := $(VENV)/.installed
-# Apache Kafka's jars (jvm/pom.xml), fetched from Maven Central into the virtual environment,
-# where offsets_platform.broker.jvm looks for them.
-JARS := $(VENV)/share/offsets-platform/jars
+# The product's Java jars, fetched with Maven by `offsets-platform install-jars` (offsets_platform/jars/)
+# into the virtual environment's share/offsets-platform/, one folder per set: Apache Kafka's
+# (kafka.pom.xml); Delta Lake's Spark jars (delta.pom.xml), which every SparkSession
+# offsets_platform.lake.spark builds adds; Spark's s3a connector (s3.pom.xml: hadoop-aws for
+# pyspark's Hadoop and the few AWS SDK modules it uses, about 14 MB), which a lake on object
+# storage needs (docs/object-storage.md).
 JARS_INSTALLED := $(VENV)/.jars-installed
-# Delta Lake's Spark jars (jvm/delta/pom.xml), in a folder of their own: every SparkSession
-# offsets_platform.lake.spark builds adds them (Delta's reader, writer, SQL and catalog).
-DELTA_JARS := $(VENV)/share/offsets-platform/delta-jars
 DELTA_JARS_INSTALLED := $(VENV)/.delta-jars-installed
-# Spark's s3a connector (jvm/s3/pom.xml: hadoop-aws for pyspark's Hadoop and the few AWS SDK
-# modules it uses, about 14 MB), in a folder of its own: offsets_platform.lake.spark adds it to
-# every session when installed, and needs it for a lake on object storage (docs/object-storage.md).
-S3_JARS := $(VENV)/share/offsets-platform/s3-jars
 S3_JARS_INSTALLED := $(VENV)/.s3-jars-installed
 INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED) $(DELTA_JARS_INSTALLED) $(S3_JARS_INSTALLED)
 # the benchmarks' extra dependencies (pyproject.toml's `bench`), on top of the rest
@@ -22,26 +18,30 @@ BENCH_INSTALLED := $(VENV)/.bench-installed
 
 .PHONY: demo test test-fast test-object-storage lint bench bench-models fault-trials ui spark-server spark-cluster broker validate clean
 
-$(PYTHON_INSTALLED): pyproject.toml constraints.txt
+# The package is installed editable; the checkout's folder goes on the environment's path too, for
+# the proving ground (simulator, live workload, demo, fault trials), which the tests, the benchmarks
+# and `make demo` use and the wheel leaves out (setup.py).
+$(PYTHON_INSTALLED): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	echo "$(CURDIR)" > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/offsets_platform_checkout.pth"
 	touch $@
 
 $(BENCH_INSTALLED): $(PYTHON_INSTALLED)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[bench]'
 	touch $@
 
-$(JARS_INSTALLED): jvm/pom.xml jvm/install
-	bash jvm/install $(JARS)
+$(JARS_INSTALLED): offsets_platform/jars/kafka.pom.xml $(PYTHON_INSTALLED)
+	$(BIN)/offsets-platform install-jars kafka
 	touch $@
 
-$(DELTA_JARS_INSTALLED): jvm/delta/pom.xml jvm/install
-	bash jvm/install $(DELTA_JARS) jvm/delta/pom.xml
+$(DELTA_JARS_INSTALLED): offsets_platform/jars/delta.pom.xml $(PYTHON_INSTALLED)
+	$(BIN)/offsets-platform install-jars delta
 	touch $@
 
-$(S3_JARS_INSTALLED): jvm/s3/pom.xml jvm/install
-	bash jvm/install $(S3_JARS) jvm/s3/pom.xml
+$(S3_JARS_INSTALLED): offsets_platform/jars/s3.pom.xml $(PYTHON_INSTALLED)
+	$(BIN)/offsets-platform install-jars s3
 	touch $@
 
 demo: $(INSTALLED)  ## the main job on the embedded broker (the proving ground's demo driver)

@@ -34,7 +34,7 @@ from dagster import (Config, DefaultSensorStatus, Failure, JobDefinition, Metada
                      RunRequest, RunsFilter, SensorDefinition, SensorEvaluationContext, SensorResult, SkipReason,
                      in_process_executor, job, op, sensor)
 
-from assets.automation import UNFINISHED_STATUSES, automation_running
+from offsets_platform_dagster.automation import UNFINISHED_STATUSES, automation_running
 from offsets_platform.alerts import WebhookError, changes, evaluate, payload, post_json, text
 from offsets_platform.lake import Lake
 from offsets_platform.settings import AlertSettings

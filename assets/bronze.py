@@ -8,8 +8,8 @@ lake's "ingest" lease (offsets_platform.ingest.offsets_topic) still guards runs 
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
 from dagster import AssetExecutionContext, MaterializeResult, multi_asset
 
-from assets.resources import KafkaResource, LakeResource
-from assets.table_specs import table_asset_spec, table_metadata
+from offsets_platform_dagster.resources import KafkaResource, LakeResource
+from offsets_platform_dagster.table_specs import table_asset_spec, table_metadata
 from offsets_platform.ingest.log_check import IDENTITY
 from offsets_platform.ingest.offsets_topic import CHECKPOINTS, PENDING, ingest_offsets_topic
 from offsets_platform.lake.tables import RECORD_TABLES

@@ -28,8 +28,8 @@ from dagster import (AssetExecutionContext, Config, DefaultSensorStatus, Dynamic
                      SensorResult, SkipReason, asset, in_process_executor, job, op, sensor)
 from pydantic import Field
 
-from assets.resources import KafkaResource, LakeResource
-from assets.table_specs import table_asset_spec, table_metadata
+from offsets_platform_dagster.resources import KafkaResource, LakeResource
+from offsets_platform_dagster.table_specs import table_asset_spec, table_metadata
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS

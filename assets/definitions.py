@@ -6,18 +6,18 @@ import warnings
 from dagster import (AssetExecutionContext, AssetSelection, BetaWarning, Definitions, ObserveResult,
                      define_asset_job, in_process_executor, multi_observable_source_asset)
 
-from assets.alerts import build_alerts
-from assets.automation import build_automation
-from assets.bronze import offsets_topic_bronze
-from assets.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables, open_cleanup_plans_sensor
-from assets.reset import plan_offset_reset
-from assets.maintenance import prune_job
-from assets.models import ModelsResource, model_assets
-from assets.quality import expectation_checks
-from assets.report import cluster_report
-from assets.resources import KafkaResource, LakeResource, SparkResource
-from assets.snapshots import cluster_snapshot
-from assets.table_specs import table_asset_spec, table_metadata
+from offsets_platform_dagster.alerts import build_alerts
+from offsets_platform_dagster.automation import build_automation
+from offsets_platform_dagster.bronze import offsets_topic_bronze
+from offsets_platform_dagster.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables, open_cleanup_plans_sensor
+from offsets_platform_dagster.reset import plan_offset_reset
+from offsets_platform_dagster.maintenance import prune_job
+from offsets_platform_dagster.models import ModelsResource, model_assets
+from offsets_platform_dagster.quality import expectation_checks
+from offsets_platform_dagster.report import cluster_report
+from offsets_platform_dagster.resources import KafkaResource, LakeResource, SparkResource
+from offsets_platform_dagster.snapshots import cluster_snapshot
+from offsets_platform_dagster.table_specs import table_asset_spec, table_metadata
 from offsets_platform.models import default_project
 
 project = default_project()

@@ -13,7 +13,7 @@ from datetime import timedelta
 from dagster import Config, Failure, OpExecutionContext, Output, in_process_executor, job, op
 from pydantic import Field
 
-from assets.resources import LakeResource, SparkResource
+from offsets_platform_dagster.resources import LakeResource, SparkResource
 from offsets_platform.models.committed_snapshot_pruning import prune_committed_offset_snapshots
 from offsets_platform.models.group_and_config_snapshot_pruning import prune_group_and_config_snapshots
 from offsets_platform.models.pruning import prune_offset_commits

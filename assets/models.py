@@ -21,10 +21,10 @@ from dagster import (AssetCheckSpec, AssetExecutionContext, AssetKey, AssetsDefi
                      TableSchema, multi_asset)
 from pydantic import Field, PrivateAttr
 
-from assets.key_numbers import KEY_NUMBER_INPUTS, key_numbers
-from assets.quality import CHECK_NAME, check_result, suite_description
-from assets.resources import LakeResource, SparkResource
-from assets.table_specs import table_metadata
+from offsets_platform_dagster.key_numbers import KEY_NUMBER_INPUTS, key_numbers
+from offsets_platform_dagster.quality import CHECK_NAME, check_result, suite_description
+from offsets_platform_dagster.resources import LakeResource, SparkResource
+from offsets_platform_dagster.table_specs import table_metadata
 from offsets_platform.lake import Lake
 from offsets_platform.models import Model, ModelProject, ModelRun, ModelRunner, default_variables
 from offsets_platform.quality import SuiteResult, specs_for_model, validate_table

@@ -11,7 +11,7 @@ from typing import Optional
 
 from dagster import AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity, AssetChecksDefinition, asset_check
 
-from assets.resources import LakeResource, SparkResource
+from offsets_platform_dagster.resources import LakeResource, SparkResource
 from offsets_platform.models.project import ModelProject
 from offsets_platform.quality import CheckSpec, SuiteResult, specs_for_source, validate_table
 

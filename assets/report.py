@@ -8,7 +8,7 @@ gold tables it draws and the cleanup plan whose candidates it lists.
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
-from assets.resources import LakeResource
+from offsets_platform_dagster.resources import LakeResource
 from offsets_platform.report import build_figures, key_numbers, report_path, report_size, write_report
 
 # Every table the report reads: the figures' tables, then models_summary's and the cleanup

@@ -3,8 +3,8 @@
 # No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, multi_asset
 
-from assets.resources import KafkaResource, LakeResource
-from assets.table_specs import table_asset_spec, table_metadata
+from offsets_platform_dagster.resources import KafkaResource, LakeResource
+from offsets_platform_dagster.table_specs import table_asset_spec, table_metadata
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.lake.tables import SNAPSHOT_TABLES
 from offsets_platform.summary import groups_by_state

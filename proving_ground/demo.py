@@ -81,7 +81,7 @@ def run_demo(home: Path, seed: int = 7, live_scale: float = 1.0) -> Lake:
         seed: seed of the live workload (message keys, values and counts).
         live_scale: message volume of the live workload.
     """
-    from assets.definitions import defs
+    from offsets_platform_dagster.definitions import defs
 
     demo_home = home.absolute() / "demo"
     if demo_home.exists():

@@ -1,8 +1,9 @@
 """Apache Kafka's jars, as the project's install step put them, and the `java` that runs them.
 
-`make` runs `jvm/install`, which fetches the Maven dependencies of `jvm/pom.xml` (Kafka's broker,
-its command-line tools and Kafka Streams' examples, one release) into the virtual environment's
-`share/offsets-platform/jars`. `OFFSETS_PLATFORM_JARS` points elsewhere.
+`offsets-platform install-jars` (which `make` runs) fetches the Maven dependencies of
+`offsets_platform/jars/kafka.pom.xml` (Kafka's broker, its command-line tools and Kafka Streams'
+examples, one release) into the environment's `share/offsets-platform/jars`.
+`OFFSETS_PLATFORM_JARS` points elsewhere.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def _broker_jar() -> Path:
     found = sorted(folder.glob("kafka_2.13-*.jar"))
     if not found:
         raise KafkaNotInstalled(
-            f"Apache Kafka's jars are not in {folder}. Run `make demo` or `make test` (they install them), "
-            f"or `jvm/install {folder}`; set {JARS_ENV} if they are elsewhere.")
+            f"Apache Kafka's jars are not in {folder}. Run `offsets-platform install-jars kafka` (in a checkout, "
+            f"any `make` target that installs does); set {JARS_ENV} if they are elsewhere.")
     return found[-1]
 
 

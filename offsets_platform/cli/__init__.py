@@ -22,6 +22,7 @@ from offsets_platform.cli.metrics import add_metrics_commands
 from offsets_platform.cli.views import add_view_commands
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S
 from offsets_platform.broker.embedded import DEFAULT_HEAP_MB
+from offsets_platform.jars import JAR_SET_NAMES
 from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, serve_spark_connect
 from offsets_platform.settings import Settings
 
@@ -101,6 +102,19 @@ def _broker(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _install_jars(args: argparse.Namespace, settings: Settings) -> int:
+    from offsets_platform.jars import install_jars
+
+    install_jars(tuple(args.sets) or JAR_SET_NAMES, force=args.force, say=lambda line: print(line, flush=True))
+    return 0
+
+
+def _jar_set(name: str) -> str:
+    if name not in JAR_SET_NAMES:
+        raise argparse.ArgumentTypeError(f"no jar set {name!r}: choose from {', '.join(JAR_SET_NAMES)}")
+    return name
+
+
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
@@ -164,6 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     broker.add_argument("--heap-mb", type=int, default=DEFAULT_HEAP_MB, help="the JVM's maximum heap")
     broker.set_defaults(run=_broker)
 
+    jars = commands.add_parser("install-jars", help="fetch the Java jars the product runs with (Maven; cached)",
+                               description="Fetch Apache Kafka's jars, Delta Lake's Spark jars and Spark's s3a "
+                               "connector with Maven into the environment's share/offsets-platform/ folder. A set "
+                               "already fetched from the same pom is left alone.")
+    jars.add_argument("sets", nargs="*", type=_jar_set, metavar="SET",
+                      help=f"only these sets ({', '.join(JAR_SET_NAMES)}; default: all)")
+    jars.add_argument("--force", action="store_true", help="fetch again even the sets already there")
+    jars.set_defaults(run=_install_jars)
+
     server = commands.add_parser("spark-server", help="a long-lived Spark Connect server that refreshes reuse")
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback only)")
     server.add_argument("--port", type=int, default=DEFAULT_CONNECT_PORT)
@@ -213,13 +236,14 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.cleanup.reset_targets import ResetSpecError
     from offsets_platform.ingest.log_check import LogMismatch
     from offsets_platform.ingest.offsets_topic import IngestError
+    from offsets_platform.jars import JarsNotInstalled
     from offsets_platform.kafka.errors import BrokerUnreachable, NotAuthorized
     from offsets_platform.lake import MissingTable, NoLake, OutdatedTable
     from offsets_platform.lake.lease import LeaseBusy
     from offsets_platform.lake.spark import DeltaJarsMissing, SparkConnectError
 
-    return (BrokerStartFailed, BrokerUnreachable, DeltaJarsMissing, GroupCallError, IngestError, KafkaNotInstalled,
-            LeaseBusy, LogMismatch, MissingTable, NoLake, NotAuthorized, NotWhoRuns, OutdatedTable, PlanError, PortInUse,
+    return (BrokerStartFailed, BrokerUnreachable, DeltaJarsMissing, GroupCallError, IngestError, JarsNotInstalled,
+            KafkaNotInstalled, LeaseBusy, LogMismatch, MissingTable, NoLake, NotAuthorized, NotWhoRuns, OutdatedTable, PlanError, PortInUse,
             ResetSpecError, SparkConnectError)
 
 

@@ -1,7 +1,7 @@
 """The one place that builds a SparkSession, and the long-lived Spark Connect server.
 
-Every session this process starts carries Delta Lake (delta-spark): its jars, which `make` fetches
-from Maven Central (jvm/install, jvm/delta/pom.xml) into the virtual environment's
+Every session this process starts carries Delta Lake (delta-spark): its jars, which `offsets-platform
+install-jars` fetches from Maven Central (offsets_platform/jars/delta.pom.xml) into the environment's
 `share/offsets-platform/delta-jars` (or `$OFFSETS_PLATFORM_DELTA_JARS`), its SQL extension and its
 catalog, so `spark.read.format("delta")`, `MERGE INTO` and the other Delta commands work. A Spark
 Connect client gets them from its server, which is started here too.
@@ -95,7 +95,7 @@ class DeltaJarsMissing(RuntimeError):
 
 def delta_jars_dir() -> Path:
     """Where Delta's Spark jars are: $OFFSETS_PLATFORM_DELTA_JARS, else the virtual environment's
-    share folder, where `make` puts them."""
+    share folder, where `offsets-platform install-jars` puts them."""
     configured = os.environ.get(DELTA_JARS_ENV)
     return Path(configured) if configured else Path(sys.prefix) / "share" / "offsets-platform" / "delta-jars"
 
@@ -105,7 +105,7 @@ def delta_jars() -> list[Path]:
 
     Raises:
         DeltaJarsMissing: the folder holds no delta-spark jar built for this pyspark's Spark line
-            (pyspark upgraded without running `make` again counts as missing: Delta's jars are
+            (pyspark upgraded without running install-jars again counts as missing: Delta's jars are
             built per Spark minor release). No session is started without them: the lake's tables
             would otherwise fail later, on the first Delta read, with a less helpful error.
     """
@@ -114,8 +114,8 @@ def delta_jars() -> list[Path]:
     artifact = f"delta-spark_{spark_line}_2.13"
     if not sorted(folder.glob(f"{artifact}-*.jar")):
         raise DeltaJarsMissing(
-            f"Delta Lake's Spark jars for Spark {spark_line} ({artifact}) are not in {folder}. Run `make` "
-            f"(any target that installs, for example `make test`), or `jvm/install {folder} jvm/delta/pom.xml`; "
+            f"Delta Lake's Spark jars for Spark {spark_line} ({artifact}) are not in {folder}. Run "
+            "`offsets-platform install-jars delta` (in a checkout, any `make` target that installs does); "
             f"set {DELTA_JARS_ENV} if they are elsewhere.")
     return sorted(folder.glob("*.jar"))
 
@@ -129,7 +129,7 @@ class S3JarsMissing(RuntimeError):
 
 def s3_jars_dir() -> Path:
     """Where Spark's s3a connector (hadoop-aws and the AWS SDK modules it uses) is:
-    $OFFSETS_PLATFORM_S3_JARS, else the virtual environment's share folder, where `make` puts it."""
+    $OFFSETS_PLATFORM_S3_JARS, else the environment's share folder, where `offsets-platform install-jars` puts it."""
     configured = os.environ.get(S3_JARS_ENV)
     return Path(configured) if configured else Path(sys.prefix) / "share" / "offsets-platform" / "s3-jars"
 
@@ -147,8 +147,8 @@ def s3_jars(required: bool = False) -> list[Path]:
         if required:
             raise S3JarsMissing(
                 f"the lake is on object storage ({LAKE_URI_ENV}), and Spark's s3a connector for Hadoop {hadoop} "
-                f"(hadoop-aws-{hadoop}) is not in {folder}. Run `make` (any target that installs), or "
-                f"`jvm/install {folder} jvm/s3/pom.xml`; set {S3_JARS_ENV} if it is elsewhere.")
+                f"(hadoop-aws-{hadoop}) is not in {folder}. Run `offsets-platform install-jars s3` (in a checkout, "
+                f"any `make` target that installs does); set {S3_JARS_ENV} if it is elsewhere.")
         return []
     return sorted(folder.glob("*.jar"))
 

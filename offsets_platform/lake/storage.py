@@ -12,7 +12,7 @@ the connection comes from the standard AWS variables, read here and nowhere else
   `AWS_S3_LOCKING_PROVIDER=dynamodb` for delta-rs's DynamoDB lock instead.
 
 Three readers get the same settings: delta-rs (storage options), pyarrow (a filesystem, for
-`Lake.read_arrow`) and Spark (the s3a connector, jvm/s3/pom.xml, for `s3://` paths). The secrets
+`Lake.read_arrow`) and Spark (the s3a connector, offsets_platform/jars/s3.pom.xml, for `s3://` paths). The secrets
 go to delta-rs and pyarrow in memory, and to Spark not at all: its JVM reads them from the same
 environment (s3a's environment-variable credentials provider). Nothing here prints them: the
 settings' repr leaves them out, and the URI may not hold any (`s3://key:secret@bucket` is refused

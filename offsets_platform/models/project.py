@@ -28,12 +28,15 @@ from pathlib import Path
 
 import yaml
 
+from offsets_platform import sql_project
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import TABLES, TableSpec
 from offsets_platform.models.column_types import arrow_schema
 from offsets_platform.models.render import collect_references
 
-DEFAULT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_like_sql"
+# dbt_like_sql/, installed as offsets_platform.sql_project (setup.py): found the same way from a
+# checkout and from a wheel
+DEFAULT_PROJECT_DIR = Path(sql_project.__file__).resolve().parent
 MATERIALIZATIONS = ("table", "incremental", "ephemeral")
 # How an incremental model's result reaches its table: `merge`, Delta's MERGE INTO, which rewrites
 # only the data files holding a key of the result; `rewrite`, the table written anew from its rows
@@ -306,7 +309,7 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
 
 @lru_cache(maxsize=None)
 def default_project() -> ModelProject:
-    """The project shipped in the repository's `dbt_like_sql/` (loaded once per process)."""
+    """The project shipped with the package (`dbt_like_sql/` in the repository; loaded once per process)."""
     return load_project(DEFAULT_PROJECT_DIR)
 
 

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus, DefaultSensorStatus, build_sensor_context
 
-from assets.alerts import ALERT_JOB, ALERTS_SENSOR, alert_job, build_alerts
-from assets.resources import LakeResource
+from offsets_platform_dagster.alerts import ALERT_JOB, ALERTS_SENSOR, alert_job, build_alerts
+from offsets_platform_dagster.resources import LakeResource
 from offsets_platform.processes import free_loopback_port
 from tests.alerts.test_conditions import forecast, status, write
 from tests.test_summary import at, full_rows
@@ -151,7 +151,7 @@ def test_the_sensor_runs_by_default_like_the_schedules_and_reads_the_configured_
     assert build_alerts({})[1].default_status == DefaultSensorStatus.STOPPED
     assert build_alerts({"OFFSETS_PLATFORM_BOOTSTRAP_SERVERS": "kafka-1:9092"})[1].default_status == \
         DefaultSensorStatus.RUNNING
-    from assets.definitions import defs
+    from offsets_platform_dagster.definitions import defs
 
     assert defs.resolve_sensor_def(ALERTS_SENSOR).job_name == ALERT_JOB
     assert defs.resolve_job_def(ALERT_JOB).executor_def.name == "in_process"

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from dagster import DagsterInstance, materialize
 
-import assets.cleanup as cleanup_assets
-from assets.definitions import defs
-from assets.resources import LakeResource
+import offsets_platform_dagster.cleanup as cleanup_assets
+from offsets_platform_dagster.definitions import defs
+from offsets_platform_dagster.resources import LakeResource
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, CleanupPlan, PlannedAction, save_plan
 from offsets_platform.lake import Lake
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, DagsterInstance, EnvVar
 
-from assets.definitions import defs
+from offsets_platform_dagster.definitions import defs
 from offsets_platform.codec import encode
 from offsets_platform.lake import Lake
 from tests.ingest.conftest import mirror_connection, produce  # noqa: F401  (fixture)
@@ -80,7 +80,7 @@ def test_without_a_bootstrap_address_the_run_uses_and_stops_the_embedded_broker(
 
 @pytest.mark.fast
 def test_resource_fields_override_the_environment_field_by_field(monkeypatch):
-    from assets.resources import KafkaResource
+    from offsets_platform_dagster.resources import KafkaResource
 
     monkeypatch.setenv("OFFSETS_PLATFORM_BOOTSTRAP_SERVERS", "from-env:9092")
     monkeypatch.setenv("OFFSETS_PLATFORM_SASL_USERNAME", "env-user")

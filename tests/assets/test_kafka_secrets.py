@@ -5,8 +5,8 @@ import pytest
 from dagster import (DagsterInstance, DagsterInvalidConfigError, Definitions, EnvVar, OpExecutionContext,
                      in_process_executor, job, op, serialize_value)
 
-from assets.definitions import defs
-from assets.resources import KafkaResource, PlainTextSecret
+from offsets_platform_dagster.definitions import defs
+from offsets_platform_dagster.resources import KafkaResource, PlainTextSecret
 
 pytestmark = pytest.mark.fast  # make test-fast
 

@@ -2,7 +2,7 @@
 
 from dagster import asset, materialize
 
-from assets.resources import LakeResource
+from offsets_platform_dagster.resources import LakeResource
 
 
 def test_the_assets_of_one_run_share_one_lake_and_two_runs_do_not(tmp_path):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance
 
-from assets.bronze import INGEST_POOL
-from assets.cleanup import CLEANUP_POOL
-from assets.definitions import defs
+from offsets_platform_dagster.bronze import INGEST_POOL
+from offsets_platform_dagster.cleanup import CLEANUP_POOL
+from offsets_platform_dagster.definitions import defs
 
 pytestmark = pytest.mark.fast  # make test-fast
 

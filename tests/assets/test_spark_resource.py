@@ -8,7 +8,7 @@ import threading
 import pytest
 from dagster import DagsterInstance, job, op
 
-from assets.resources import SparkResource
+from offsets_platform_dagster.resources import SparkResource
 
 pytestmark = pytest.mark.fast
 

@@ -344,8 +344,8 @@ def test_an_apply_that_died_around_its_commit_is_settled_by_the_next(ledger, adm
 def test_the_dagster_job_plans_the_reset_and_the_approval_jobs_apply_it(ledger, admin, tmp_path, monkeypatch):
     from dagster import DagsterInstance
 
-    from assets.cleanup import OPEN_PLANS
-    from assets.definitions import defs
+    from offsets_platform_dagster.cleanup import OPEN_PLANS
+    from offsets_platform_dagster.definitions import defs
 
     bootstrap, _ = ledger
     group = "reset-from-dagster"

@@ -1,4 +1,4 @@
-"""Delta's Spark jars as `make` installs them (jvm/delta/pom.xml), and the sessions that carry them."""
+"""Delta's Spark jars as `make` installs them (offsets_platform/jars/delta.pom.xml), and the sessions that carry them."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_the_installed_delta_jars_are_the_ones_for_this_pyspark():
 
 def test_no_delta_jar_repeats_a_library_pyspark_ships():
     """Spark puts these jars beside its own; a second copy of a library in another version would
-    make which class loads a matter of order (jvm/delta/pom.xml's exclusions)."""
+    make which class loads a matter of order (offsets_platform/jars/delta.pom.xml's exclusions)."""
     pyspark_jars = {artifact(jar) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     repeated = sorted(jar.name for jar in delta_jars() if artifact(jar) in pyspark_jars)
     assert not repeated
@@ -36,7 +36,7 @@ def test_no_delta_jar_repeats_a_library_pyspark_ships():
 
 def test_missing_jars_say_what_to_run_and_start_no_session(tmp_path, monkeypatch):
     monkeypatch.setenv(DELTA_JARS_ENV, str(tmp_path / "nowhere"))
-    with pytest.raises(DeltaJarsMissing, match=r"Run `make`.*jvm/install .*jvm/delta/pom\.xml"):
+    with pytest.raises(DeltaJarsMissing, match=r"Run `offsets-platform install-jars delta`"):
         get_spark(master="local[1]", app_name="never-started")
 
 

@@ -130,8 +130,8 @@ def _pruned_by_the_dagster_job(lake) -> dict:
     """The metadata of a run of Dagster's prune job (horizon 0) on the lake."""
     from dagster import DagsterInstance
 
-    from assets.maintenance import prune_job
-    from assets.resources import LakeResource, SparkResource
+    from offsets_platform_dagster.maintenance import prune_job
+    from offsets_platform_dagster.resources import LakeResource, SparkResource
 
     with DagsterInstance.ephemeral() as instance:
         outcome = prune_job.execute_in_process(

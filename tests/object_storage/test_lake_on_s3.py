@@ -1,5 +1,5 @@
 """The lake on a real S3-compatible server (SeaweedFS) on loopback: delta-rs writing and reading
-there, and Spark reading through s3a (jvm/s3/pom.xml)."""
+there, and Spark reading through s3a (offsets_platform/jars/s3.pom.xml)."""
 
 from __future__ import annotations
 

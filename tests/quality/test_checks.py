@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 from dagster import AssetCheckKey, AssetCheckSeverity, AssetKey, AssetSelection, build_asset_check_context, materialize
 
-from assets.models import ModelsResource, model_assets
-from assets.quality import CHECK_NAME, expectation_checks
-from assets.resources import LakeResource, SparkResource
+from offsets_platform_dagster.models import ModelsResource, model_assets
+from offsets_platform_dagster.quality import CHECK_NAME, expectation_checks
+from offsets_platform_dagster.resources import LakeResource, SparkResource
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import table_spec
 from offsets_platform.models.project import lake_for_models, load_project

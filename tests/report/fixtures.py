@@ -78,7 +78,7 @@ def cleaned_demo(demo_run, tmp_path_factory) -> CleanedDemo:
 
         from dagster import DagsterInstance
 
-        from assets.definitions import defs
+        from offsets_platform_dagster.definitions import defs
         from offsets_platform.broker.embedded import EmbeddedBroker
         from offsets_platform.models.project import lake_for_models
         from proving_ground.demo import DEMO_STATUS_MIN_DISTANCE_S

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from assets.key_numbers import key_numbers as dagster_key_numbers
+from offsets_platform_dagster.key_numbers import key_numbers as dagster_key_numbers
 from offsets_platform.alerts import messages_lost
 from offsets_platform.attention import NOT_ABANDONED
 from offsets_platform.metrics import exposition

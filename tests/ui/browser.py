@@ -25,13 +25,13 @@ from pathlib import Path
 
 import psutil
 
-from assets.automation import AUTOMATION_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, REFRESH_CRON_ENV
+from offsets_platform_dagster.automation import AUTOMATION_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, REFRESH_CRON_ENV
 from offsets_platform.broker.embedded import free_loopback_port
 
 AUTOMATION_SETTINGS = (REFRESH_CRON_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV, AUTOMATION_ENV)
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
-LOCATION = "assets.definitions"
+LOCATION = "offsets_platform_dagster.definitions"
 
 # Dagster's instance settings for the test: no telemetry, no "join the community" dialog over the page.
 DAGSTER_YAML = "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from dagster import DagsterInstance
 
-from assets.cleanup import open_cleanup_plans_sensor
-from assets.resources import LakeResource
+from offsets_platform_dagster.cleanup import open_cleanup_plans_sensor
+from offsets_platform_dagster.resources import LakeResource
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, CleanupPlan, PlannedAction, save_plan
 from offsets_platform.lake import Lake
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV

@@ -16,8 +16,8 @@ from urllib.parse import quote
 import pytest
 from dagster import AssetKey
 
-from assets.definitions import defs
-from assets.key_numbers import key_numbers
+from offsets_platform_dagster.definitions import defs
+from offsets_platform_dagster.key_numbers import key_numbers
 from tests.report.fixtures import demo_lake, demo_run  # noqa: F401  (fixtures)
 from tests.ui.browser import ARTIFACTS, LOCATION, Browser, Page, Webserver, chromium_processes
 

@@ -12,11 +12,11 @@ import pytest
 from dagster import (AssetCheckKey, AssetKey, AssetMaterialization, DagsterInstance, DefaultScheduleStatus,
                      DefaultSensorStatus, build_schedule_context, build_sensor_context, instance_for_test)
 
-from assets.automation import (AUTOMATION_ENV, BOOTSTRAP_SERVERS_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV,
+from offsets_platform_dagster.automation import (AUTOMATION_ENV, BOOTSTRAP_SERVERS_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV,
                                PRUNE_CRON_ENV, REFRESH_CRON_ENV, build_automation)
-from assets.bronze import offsets_topic_bronze
-from assets.definitions import automation, defs, refresh_job
-from assets.snapshots import cluster_snapshot
+from offsets_platform_dagster.bronze import offsets_topic_bronze
+from offsets_platform_dagster.definitions import automation, defs, refresh_job
+from offsets_platform_dagster.snapshots import cluster_snapshot
 from offsets_platform.lake import Lake
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_a_refresh_tick_is_skipped_while_an_earlier_refresh_has_not_finished():
 
 
 def test_the_refresh_cron_and_the_freshness_window_come_from_the_environment_at_load():
-    script = ("from assets.definitions import automation, defs; "
+    script = ("from offsets_platform_dagster.definitions import automation, defs; "
               "s = defs.resolve_schedule_def('refresh_schedule'); "
               "print(s.cron_schedule, s.default_status.value, int(automation.ingest_max_lag.total_seconds()))")
     env = {**os.environ, REFRESH_CRON_ENV: "*/5 * * * *", AUTOMATION_ENV: "stopped"}

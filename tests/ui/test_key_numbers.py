@@ -21,8 +21,8 @@ from datetime import timedelta
 import pytest
 from dagster import AssetKey, DagsterInstance, MarkdownMetadataValue
 
-from assets.definitions import defs
-from assets.key_numbers import (KEY_NUMBER_INPUTS, KEY_NUMBERS, consumer_lag_numbers, consumer_status_numbers,
+from offsets_platform_dagster.definitions import defs
+from offsets_platform_dagster.key_numbers import (KEY_NUMBER_INPUTS, KEY_NUMBERS, consumer_lag_numbers, consumer_status_numbers,
                                 expirable_offsets_numbers, group_state_numbers, key_numbers, markdown_table,
                                 unconsumed_messages_numbers)
 from offsets_platform.lake import Lake
