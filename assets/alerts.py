@@ -7,7 +7,7 @@ changed. Every minute the sensor:
 1. skips while a `refresh` run has not finished (half the gold tables would be new);
 2. reads when the models last wrote the lake, and skips when it has evaluated that refresh with
    the same alert settings already;
-3. evaluates the conditions (`offsets_platform.alerts`) and compares the keys with those open
+3. evaluates the conditions (`offsets_platform.views.alerts`) and compares the keys with those open
    before, kept in the cursor;
 4. tells only what changed, new alerts and cleared ones:
    - with `OFFSETS_PLATFORM_ALERT_WEBHOOK_URL`, as one JSON POST. The cursor moves only when
@@ -35,7 +35,7 @@ from dagster import (Config, DefaultSensorStatus, Failure, JobDefinition, Metada
                      in_process_executor, job, op, sensor)
 
 from offsets_platform_dagster.automation import UNFINISHED_STATUSES, automation_running
-from offsets_platform.alerts import WebhookError, changes, evaluate, payload, post_json, text
+from offsets_platform.views.alerts import WebhookError, changes, evaluate, payload, post_json, text
 from offsets_platform.lake import Lake
 from offsets_platform.settings import AlertSettings
 from offsets_platform.views.from_lake import last_refresh

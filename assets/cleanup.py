@@ -32,7 +32,7 @@ from offsets_platform_dagster.resources import KafkaResource, LakeResource
 from offsets_platform_dagster.table_specs import table_asset_spec, table_metadata
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
-from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
+from offsets_platform.views.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plan_list import open_plan_ids
 from offsets_platform.cleanup.plans import (DEFAULT_VALID_HOURS, RESET_ACTIONS, CleanupPlan, PlanError, build_plan,
                                            facts_text, load_plan, save_plan)

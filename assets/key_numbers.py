@@ -2,7 +2,7 @@
 
 One function per model, each returning the metadata to add to that model's materialization:
 plain numbers (Dagster plots numeric metadata across materializations) and a Markdown table where
-a person would rather look than read. The numbers come from offsets_platform.attention, which the
+a person would rather look than read. The numbers come from offsets_platform.views.attention, which the
 command line, the report and the notebooks read too, so the UI shows the same answers.
 """
 
@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from dagster import MetadataValue
 
-from offsets_platform import attention
+from offsets_platform.views import attention
 from offsets_platform.durations import age_text, time_left_text
 from offsets_platform.lake import Lake
 
@@ -135,7 +135,7 @@ KEY_NUMBERS: dict[str, Callable[[Lake], dict]] = {
     "unconsumed_messages": unconsumed_messages_numbers,
 }
 
-# The tables each model's key numbers read (offsets_platform.attention's queries): a refresh
+# The tables each model's key numbers read (offsets_platform.views.attention's queries): a refresh
 # materializes the model once all of them are written.
 KEY_NUMBER_INPUTS: dict[str, set[str]] = {
     "group_state": {"group_state"},

@@ -1,6 +1,6 @@
 """The cluster report as a Dagster asset: one offline HTML file next to the lake.
 
-It is written to `<lake root>/../reports/cluster_report.html` (offsets_platform.report; beside the
+It is written to `<lake root>/../reports/cluster_report.html` (offsets_platform.views.report; beside the
 prefix, on the same storage, for a lake on S3), after the
 gold tables it draws and the cleanup plan whose candidates it lists.
 """
@@ -9,7 +9,7 @@ gold tables it draws and the cleanup plan whose candidates it lists.
 from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, asset
 
 from offsets_platform_dagster.resources import LakeResource
-from offsets_platform.report import build_figures, key_numbers, report_path, report_size, write_report
+from offsets_platform.views.report import build_figures, key_numbers, report_path, report_size, write_report
 
 # Every table the report reads: the figures' tables, then models_summary's and the cleanup
 # candidates' (group_state, committed_offsets, group_subscriptions).

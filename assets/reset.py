@@ -16,7 +16,7 @@ from pydantic import Field
 
 from offsets_platform_dagster.cleanup import CLEANUP_POOL, OPEN_PLANS, run_identity_or_id
 from offsets_platform_dagster.resources import KafkaResource, LakeResource
-from offsets_platform.cleanup.kafka_calls import GroupCallError
+from offsets_platform.kafka.group_calls import GroupCallError
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, PlanError, save_plan
 from offsets_platform.cleanup.reset_plans import RESET_COLUMNS, build_reset_plan, reset_cost, reset_request, reset_rows
 from offsets_platform.cleanup.reset_targets import FROM_FILE, SPECIFIERS, ResetSpecError

@@ -7,7 +7,7 @@ from offsets_platform_dagster.resources import KafkaResource, LakeResource
 from offsets_platform_dagster.table_specs import table_asset_spec, table_metadata
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.lake.tables import SNAPSHOT_TABLES
-from offsets_platform.summary import groups_by_state
+from offsets_platform.views.summary import groups_by_state
 
 
 @multi_asset(specs=[table_asset_spec(name, "bronze", {"kafka"}) for name in SNAPSHOT_TABLES], can_subset=False)

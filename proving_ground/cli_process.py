@@ -84,7 +84,8 @@ def _die() -> None:
 
 
 def _install_faults(args: argparse.Namespace) -> None:
-    from offsets_platform.cleanup import apply, kafka_calls, plans
+    from offsets_platform.cleanup import apply, plans
+    from offsets_platform.kafka import group_calls
     from offsets_platform.ingest import offsets_topic
     from offsets_platform.lake import Lake
     from offsets_platform.models import runner
@@ -116,7 +117,7 @@ def _install_faults(args: argparse.Namespace) -> None:
         plan_time = datetime.fromisoformat(args.plan_time)
         plans.build_plan = lambda *positional, **keywords: real_build(*positional, **{**keywords, "now": plan_time})
 
-    real_offsets, real_groups = kafka_calls.delete_offsets, kafka_calls.delete_groups
+    real_offsets, real_groups = group_calls.delete_offsets, group_calls.delete_groups
 
     def delete_offsets(admin, group, partitions):
         time.sleep(args.send_delay)
@@ -129,7 +130,7 @@ def _install_faults(args: argparse.Namespace) -> None:
         print(f"SENT DeleteGroups {','.join(groups)}", flush=True)
         return real_groups(admin, groups)
 
-    kafka_calls.delete_offsets, kafka_calls.delete_groups = delete_offsets, delete_groups
+    group_calls.delete_offsets, group_calls.delete_groups = delete_offsets, delete_groups
 
     if args.die_before_answer:
         real_append = Lake.append

@@ -34,9 +34,9 @@ from offsets_platform.broker.embedded import BrokerStartFailed, EmbeddedBroker, 
 from offsets_platform.broker.jvm import KafkaNotInstalled
 from offsets_platform.lake import Lake
 from offsets_platform.models.project import lake_for_models
-from offsets_platform.report import report_path, write_report
+from offsets_platform.views.report import report_path, write_report
 from offsets_platform.settings import KafkaConnection, Settings
-from offsets_platform.summary import bronze_summary, models_summary, snapshot_summary
+from offsets_platform.views.summary import bronze_summary, models_summary, snapshot_summary
 from proving_ground.workload.live import produce_after_the_group_left, run_live_workload
 
 SECONDS_BETWEEN_REFRESHES = 3.0
@@ -177,7 +177,7 @@ def _approve_and_apply(lake: Lake, bootstrap_servers: str) -> None:
     The live members still run: apply checks their subscriptions again before it sends anything."""
     from offsets_platform.cleanup.apply import apply_plan
     from offsets_platform.cleanup.approvals import approve
-    from offsets_platform.cleanup.kafka_calls import live_group
+    from offsets_platform.kafka.group_calls import live_group
     from offsets_platform.kafka.admin_calls import open_admin
 
     latest = lake.query("select plan_id from cleanup_plans order by created_at desc limit 1", "cleanup_plans")

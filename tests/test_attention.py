@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from offsets_platform import attention
+from offsets_platform.views import attention
 from offsets_platform.views.from_lake import list_groups
 from tests.test_summary import at, full_rows
 

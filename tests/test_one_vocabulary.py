@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from offsets_platform.alerts import changes, evaluate, payload
+from offsets_platform.views.alerts import changes, evaluate, payload
 from offsets_platform.cli import main
 from offsets_platform.metrics import exposition
 from offsets_platform.settings import AlertSettings

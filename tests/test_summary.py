@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 
 from offsets_platform.lake.tables import table_spec
-from offsets_platform.summary import groups_by_state, headline, models_summary, snapshot_summary
+from offsets_platform.views.summary import groups_by_state, headline, models_summary, snapshot_summary
 
 
 def at(minute: int) -> datetime:

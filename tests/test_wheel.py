@@ -4,6 +4,7 @@ path, `install-jars` fetches the jars, the embedded broker starts, a real group'
 ingested, a refresh runs, `groups` answers, and Dagster loads the deployment."""
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -33,7 +34,8 @@ def installed(tmp_path_factory):
     dependencies, at the versions constraints.txt pins) installed, and its jars fetched."""
     place = tmp_path_factory.mktemp("installed")
     env = {key: value for key, value in os.environ.items() if key not in CHECKOUT_ENVIRONMENT}
-    run([sys.executable, "-m", "build", "--wheel", "--outdir", place / "dist", ROOT], cwd=place, env=env)
+    source = copy_of_the_checkout(place / "source")
+    run([sys.executable, "-m", "build", "--wheel", "--outdir", place / "dist", source], cwd=place, env=env)
     wheels = list((place / "dist").glob("offsets_platform-*.whl"))
     assert len(wheels) == 1, wheels
     venv = place / "venv"
@@ -42,6 +44,18 @@ def installed(tmp_path_factory):
         cwd=place, env=env, timeout=1200)
     run([venv / "bin" / "offsets-platform", "install-jars"], cwd=place, env=env)
     return venv, {**env, "PATH": f"{venv / 'bin'}{os.pathsep}{env['PATH']}"}, place
+
+
+def copy_of_the_checkout(destination: Path) -> Path:
+    """The checkout's files as git sees them (tracked, and new ones not ignored), where the build
+    may write its own folders without touching the checkout."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, destination / name)
+    return destination
 
 
 def test_the_wheel_carries_the_product_and_leaves_the_proving_ground_out(installed):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable
 
-from offsets_platform.cleanup import kafka_calls
+from offsets_platform.kafka import group_calls
 from offsets_platform.cleanup.approvals import AUDIT, approved_actions, self_approval_permitted
 from offsets_platform.cleanup.audit import COMMITTED, DELETED, DONE, DRY_RUN, FAILED, SENDING, SKIPPED, PlanAudit
 from offsets_platform.cleanup.plans import (
@@ -134,8 +134,8 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
             groups_to_delete = []
             for group, actions in by_group.items():
                 try:
-                    live = kafka_calls.live_group(admin, group)
-                except kafka_calls.GroupCallError as error:
+                    live = group_calls.live_group(admin, group)
+                except group_calls.GroupCallError as error:
                     _skip_unreadable(audit, actions, error, dry_run, emit)
                     continue
                 ready = [a for a in actions if not _skip_if_changed(audit, a, live)]
@@ -157,14 +157,14 @@ def apply_plan(lake: Lake, connection: KafkaConnection, plan_id: str, *, dry_run
 def _delete_offsets(admin, group: str, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool, emit) -> None:
     partitions = [(a.topic, a.partition) for a in actions]
     _send_for_partitions("OffsetDelete", DELETED, f"partitions={partitions}", group, actions, audit, dry_run, emit,
-                         lambda: kafka_calls.delete_offsets(admin, group, partitions))
+                         lambda: group_calls.delete_offsets(admin, group, partitions))
 
 
 def _reset_offsets(admin, group: str, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool, emit) -> None:
     """Commit the planned offsets, exactly the numbers the plan resolved, in one OffsetCommit."""
     offsets = {(a.topic, a.partition): a.facts["target_offset"] for a in actions}
     _send_for_partitions("OffsetCommit", COMMITTED, f"offsets={offsets}", group, actions, audit, dry_run, emit,
-                         lambda: kafka_calls.commit_offsets(admin, group, offsets))
+                         lambda: group_calls.commit_offsets(admin, group, offsets))
 
 
 def _reset_share_offsets(admin, group: str, actions: list[PlannedAction], audit: PlanAudit, dry_run: bool,
@@ -172,7 +172,7 @@ def _reset_share_offsets(admin, group: str, actions: list[PlannedAction], audit:
     """Set the planned share-partition start offsets in one AlterShareGroupOffsets."""
     offsets = {(a.topic, a.partition): a.facts["target_offset"] for a in actions}
     _send_for_partitions("AlterShareGroupOffsets", COMMITTED, f"offsets={offsets}", group, actions, audit, dry_run,
-                         emit, lambda: kafka_calls.alter_share_offsets(admin, group, offsets))
+                         emit, lambda: group_calls.alter_share_offsets(admin, group, offsets))
 
 
 def _send_for_partitions(request: str, done: str, what: str, group: str, actions: list[PlannedAction],
@@ -199,7 +199,7 @@ def _delete_groups(admin, actions: list[PlannedAction], audit: PlanAudit, dry_ru
     by_group = {a.group: a for a in actions}
     intents = audit.intents(actions, f"DeleteGroups of {len(actions)} groups")
     answered = [(by_group[o.group], FAILED if o.error else DELETED, o.error, o.message)
-                for o in kafka_calls.delete_groups(admin, list(by_group))]
+                for o in group_calls.delete_groups(admin, list(by_group))]
     _record_answers(audit, answered, intents, emit)
 
 
@@ -207,10 +207,10 @@ def _record_answers(audit: PlanAudit, answered: list, intents: dict[str, str], e
     """Audit Kafka's answers. A request whose connection was lost before the answer may have been
     carried out or not: its intent stays open, and the next apply asks the broker which (an
     outcome 'failed' would have it sent again, or count a deletion that happened as failed)."""
-    known = [answer for answer in answered if answer[3] != kafka_calls.CONNECTION_LOST]
+    known = [answer for answer in answered if answer[3] != group_calls.CONNECTION_LOST]
     audit.outcomes(known, intents)
     for action, _, error, message in answered:
-        if message == kafka_calls.CONNECTION_LOST:
+        if message == group_calls.CONNECTION_LOST:
             emit(f"  {action.describe()}: {message}; the next apply of the plan asks the broker what happened")
         else:
             emit(f"  {action.describe()}: {error or 'Successful'}")
@@ -228,7 +228,7 @@ def _skip_self_approved(audit: PlanAudit, author: str, actions: list[PlannedActi
         audit.record(actions, SKIPPED, None, reason)
 
 
-def _skip_unreadable(audit: PlanAudit, actions: list[PlannedAction], error: kafka_calls.GroupCallError,
+def _skip_unreadable(audit: PlanAudit, actions: list[PlannedAction], error: group_calls.GroupCallError,
                      dry_run: bool, emit) -> None:
     """Skip (and, unless a dry run, audit with Kafka's error) a group's actions when the broker
     answered the live re-check's read of the group with an error: without the re-check nothing is

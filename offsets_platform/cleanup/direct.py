@@ -43,7 +43,7 @@ import kafka.errors as Errors
 import pyarrow as pa
 
 from offsets_platform.cleanup.audit import SENDING
-from offsets_platform.cleanup.kafka_calls import (
+from offsets_platform.kafka.group_calls import (
     GroupCallError, GroupOutcome, LiveGroupState, PartitionOutcome, TopicMetadata, delete_groups, delete_offsets,
     explain_error, live_group, topic_metadata,
 )

@@ -16,7 +16,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS, cleanup_candidates
+from offsets_platform.views.candidates import DEFAULT_IDLE_HOURS, cleanup_candidates
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
 from offsets_platform.lake.sql_literals import lake_string, lake_timestamp

@@ -27,7 +27,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Callable
 
-from offsets_platform.cleanup import kafka_calls
+from offsets_platform.kafka import group_calls
 from offsets_platform.cleanup.audit import COMMITTED, DELETED, INTERRUPTED, PlanAudit
 from offsets_platform.cleanup.plans import OFFSET_DELETE, RESET_ACTIONS, RESET_SHARE_OFFSET, CleanupPlan, PlannedAction
 from offsets_platform.kafka.admin_calls import SnapshotAdminClient
@@ -46,7 +46,7 @@ def reconcile_intents(admin: SnapshotAdminClient, plan: CleanupPlan, audit: Plan
     for intent in intents:
         by_group.setdefault(intent["group"], []).append(intent)
     for group, rows in by_group.items():
-        live = kafka_calls.live_group(admin, group)
+        live = group_calls.live_group(admin, group)
         for intent in rows:
             action = plan.action(intent["action_id"])
             outcome, now_state = _settled(intent, action, live)
@@ -57,7 +57,7 @@ def reconcile_intents(admin: SnapshotAdminClient, plan: CleanupPlan, audit: Plan
             emit(f"  {action.describe()}: {outcome} (reconciled: {now_state})")
 
 
-def _settled(intent: dict, action: PlannedAction, live: kafka_calls.LiveGroupState) -> tuple[str, str]:
+def _settled(intent: dict, action: PlannedAction, live: group_calls.LiveGroupState) -> tuple[str, str]:
     """The outcome of an unanswered intent, and the broker's state it rests on."""
     if intent["action"] in RESET_ACTIONS:
         offsets = live.share_start_offsets if intent["action"] == RESET_SHARE_OFFSET else live.committed_offsets

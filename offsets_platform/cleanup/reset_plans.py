@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from offsets_platform.cleanup import kafka_calls
+from offsets_platform.kafka import group_calls
 from offsets_platform.cleanup.direct import TopicRequest, parse_topic_argument
 from offsets_platform.cleanup.plans import (
     DEFAULT_VALID_HOURS, RESET_ACTIONS, RESET_OFFSET, RESET_SHARE_OFFSET, CleanupPlan, PlannedAction, PlanError, new_plan,
@@ -125,7 +125,7 @@ def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_
         BrokerUnreachable: the connection failed.
     """
     now = now or datetime.now(timezone.utc)
-    live = kafka_calls.live_group(admin, request.group)
+    live = group_calls.live_group(admin, request.group)
     if not live.exists and not live.committed_offsets and not request.allow_new_group:
         raise ResetSpecError(f"--group {request.group}: the cluster knows no such group; to give a new group its "
                              "first offsets, as Kafka's tool would, ask for it (--allow-new-group)")
@@ -134,10 +134,10 @@ def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_
     partitions = _partitions(admin, request, live, current)
     at_ms = _time_ms(request.spec, now)
     try:
-        logs = kafka_calls.log_offsets(admin, partitions, at_ms)
+        logs = group_calls.log_offsets(admin, partitions, at_ms)
     except CALL_ERRORS as error:
         raise PlanError(f"ListOffsets of {len(partitions)} partitions failed: {error_name(error)}: "
-                        f"{kafka_calls.error_message(error)}") from None
+                        f"{group_calls.error_message(error)}") from None
     actions = []
     for topic, partition in partitions:
         log = logs[(topic, partition)]
@@ -150,7 +150,7 @@ def build_reset_plan(admin: SnapshotAdminClient, request: ResetRequest, created_
     return new_plan(actions, created_by, valid_hours, now)
 
 
-def current_offsets(live: kafka_calls.LiveGroupState) -> dict[tuple[str, int], int]:
+def current_offsets(live: group_calls.LiveGroupState) -> dict[tuple[str, int], int]:
     """Where the group is on each partition, as the reset of its kind reads it: a share group's
     share-partition start offsets (`ShareGroupCommand` reads DescribeShareGroupOffsets); a streams
     group's committed offsets on its topology's topics (`StreamsGroupCommand.getCommittedOffsets`);
@@ -162,7 +162,7 @@ def current_offsets(live: kafka_calls.LiveGroupState) -> dict[tuple[str, int], i
     return dict(live.committed_offsets)
 
 
-def check_resettable(live: kafka_calls.LiveGroupState, spec: ResetSpec) -> None:
+def check_resettable(live: group_calls.LiveGroupState, spec: ResetSpec) -> None:
     """Kafka's tools reset only an inactive group (Empty or Dead), each refusing in its own words.
 
     Raises:
@@ -182,7 +182,7 @@ def check_resettable(live: kafka_calls.LiveGroupState, spec: ResetSpec) -> None:
                         f"state is {live.state}.")
 
 
-def _partitions(admin: SnapshotAdminClient, request: ResetRequest, live: kafka_calls.LiveGroupState,
+def _partitions(admin: SnapshotAdminClient, request: ResetRequest, live: group_calls.LiveGroupState,
                 current: dict[tuple[str, int], int]) -> list[tuple[str, int]]:
     """The partitions to reset, sorted: the file's (--from-file); with --all-topics those the group
     is on (a streams group: on its topology's source topics, as --all-input-topics); or those named
@@ -199,11 +199,11 @@ def _partitions(admin: SnapshotAdminClient, request: ResetRequest, live: kafka_c
     else:
         wanted = [(t.topic, p) for t in request.topics for p in (t.partitions or ())]
     named = {t.topic for t in request.topics if not t.partitions} if request.spec.kind != FROM_FILE else set()
-    metadata = kafka_calls.topic_metadata(admin, {topic for topic, _ in wanted} | named)
+    metadata = group_calls.topic_metadata(admin, {topic for topic, _ in wanted} | named)
     if metadata.errors:
         unknown = ", ".join(sorted(metadata.errors))
         raise ResetSpecError(f"--topic: unknown topic {unknown}: "
-                             f"{kafka_calls.error_message(next(iter(metadata.errors.values())))}")
+                             f"{group_calls.error_message(next(iter(metadata.errors.values())))}")
     missing = [f"{topic}-{partition}" for topic, partition in wanted if partition not in metadata.partitions[topic]]
     if missing:
         raise ResetSpecError(f'--topic: The partitions "{",".join(missing)}" do not exist')  # Kafka's words
@@ -223,7 +223,7 @@ def _time_ms(spec: ResetSpec, now: datetime) -> int | None:
     return None
 
 
-def _reset_action(request: ResetRequest, live: kafka_calls.LiveGroupState, topic: str, partition: int,
+def _reset_action(request: ResetRequest, live: group_calls.LiveGroupState, topic: str, partition: int,
                   facts: PartitionFacts, target: ResetTarget, at_ms: int | None) -> PlannedAction:
     read_again, skipped = target.messages_read_again(facts), target.messages_skipped(facts)
     if facts.current is None:

@@ -29,7 +29,7 @@ from offsets_platform.settings import Settings
 
 def _ingest(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
-    from offsets_platform.summary import bronze_summary
+    from offsets_platform.views.summary import bronze_summary
 
     target = cluster_and_lake(args, settings)
     if target is None:
@@ -47,7 +47,7 @@ def _ingest(args: argparse.Namespace, settings: Settings) -> int:
 
 def _snapshot(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.ingest.snapshots import snapshot_cluster
-    from offsets_platform.summary import snapshot_summary
+    from offsets_platform.views.summary import snapshot_summary
 
     target = cluster_and_lake(args, settings)
     if target is None:
@@ -62,7 +62,7 @@ def _snapshot(args: argparse.Namespace, settings: Settings) -> int:
 def _models(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.lake.spark import get_spark
     from offsets_platform.models import ModelRunError, ModelRunner
-    from offsets_platform.summary import models_summary
+    from offsets_platform.views.summary import models_summary
 
     lake = lake_of(args, settings, must_exist=True)
     print(f"running the Spark SQL models on the lake in {lake.root}")
@@ -231,7 +231,7 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     Imported here, when one was raised, so that each command loads only the modules it uses."""
     from offsets_platform.broker.embedded import BrokerStartFailed, PortInUse
     from offsets_platform.broker.jvm import KafkaNotInstalled
-    from offsets_platform.cleanup.kafka_calls import GroupCallError
+    from offsets_platform.kafka.group_calls import GroupCallError
     from offsets_platform.cleanup.plans import PlanError
     from offsets_platform.cleanup.reset_targets import ResetSpecError
     from offsets_platform.ingest.log_check import LogMismatch

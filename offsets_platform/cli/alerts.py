@@ -1,6 +1,6 @@
 """`alerts`: the alerts open now, read from the models' tables (docs/alerts.md).
 
-The same conditions the Dagster sensor tells (`offsets_platform.alerts`), all of them rather
+The same conditions the Dagster sensor tells (`offsets_platform.views.alerts`), all of them rather
 than what changed. Exit code 0 when none is open, 3 when some are: 1 is already every command's
 "could not tell" (no lake, a bad setting), and a cron job or a health check must not take that
 for alerts, nor alerts for an error.
@@ -37,7 +37,7 @@ def add_alerts_command(commands) -> None:
 def _alerts(args, settings: Settings) -> int:
     from dataclasses import replace
 
-    from offsets_platform.alerts import evaluate
+    from offsets_platform.views.alerts import evaluate
     from offsets_platform.settings import AlertSettings
     from offsets_platform.views.from_lake import freshness, last_refresh
 

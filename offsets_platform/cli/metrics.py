@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
-from offsets_platform.attention import DEFAULT_WITHIN_HOURS
+from offsets_platform.views.attention import DEFAULT_WITHIN_HOURS
 from offsets_platform.cli.args import add_home_option, lake_of
 from offsets_platform.cli.views import hours
 from offsets_platform.settings import Settings

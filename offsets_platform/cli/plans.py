@@ -6,7 +6,7 @@ import argparse
 import sys
 from datetime import datetime, timezone
 
-from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS
+from offsets_platform.views.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.cleanup.plans import DEFAULT_VALID_HOURS, RESET_ACTIONS, facts_text
 from offsets_platform.cleanup.reset_plans import reset_cost
 from offsets_platform.cleanup.reset_targets import export_csv

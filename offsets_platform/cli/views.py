@@ -11,7 +11,7 @@ import argparse
 import sys
 from datetime import datetime, timedelta, timezone
 
-from offsets_platform.attention import DEFAULT_WITHIN_HOURS
+from offsets_platform.views.attention import DEFAULT_WITHIN_HOURS
 from offsets_platform.cli.args import add_home_option, cluster_and_lake, lake_of
 from offsets_platform.cli.output import as_json, cell, table_lines
 from offsets_platform.settings import Settings, duration_hours

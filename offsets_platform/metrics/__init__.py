@@ -7,7 +7,7 @@ those of the models' latest refresh and the exporter holds no state of its own.
 
 from __future__ import annotations
 
-from offsets_platform.attention import DEFAULT_WITHIN_HOURS
+from offsets_platform.views.attention import DEFAULT_WITHIN_HOURS
 from offsets_platform.lake import Lake
 from offsets_platform.metrics.exposition import (
     OPENMETRICS_CONTENT_TYPE,

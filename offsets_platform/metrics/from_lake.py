@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from offsets_platform import attention
+from offsets_platform.views import attention
 from offsets_platform.lake import Lake
 from offsets_platform.metrics.exposition import Family
 from offsets_platform.views.from_lake import last_refresh, last_resets

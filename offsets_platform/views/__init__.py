@@ -1,5 +1,14 @@
-"""Quick answers about groups, without Spark: what `offsets-platform groups`, `describe`,
-`expiring` and `lost` print.
+"""The read side: every answer the product gives about groups, from one package that reads the lake
+(and, for `--live`, the broker through the client adapters in `offsets_platform.kafka`). It never
+imports cleanup or ingest (an import contract in pyproject.toml keeps it so); cleanup imports the
+candidates from here instead.
+
+- `attention`: the numbers a person looks at (expiring, lost, at risk, lag, abandoned), each
+  defined once; `candidates`: what a cleanup may delete (stale offsets, dead groups);
+- `from_lake` and `from_broker`: one group or all of them as `GroupView` (`groups`, `describe`,
+  `expiring`, `lost`), from the models' tables or from the broker now;
+- `summary`: the command line's summaries and the headline;
+- `report`: the HTML report and its Plotly figures; `alerts`: the alert rules and their webhook.
 
 Two sources give one shape, `GroupView`:
 - `from_lake`: the models' silver and gold tables, read with delta-rs's SQL engine (a fraction
@@ -7,7 +16,7 @@ Two sources give one shape, `GroupView`:
 - `from_broker`: the broker now (the describe API of the group's type, OffsetFetch, ListOffsets),
   in the rows and order of Kafka's own `kafka-consumer-groups --describe`.
 The rules behind the numbers (lag, expiry, retention losses) stay in the models; these modules
-select and order their rows.
+select, sum and order their rows.
 """
 
 from __future__ import annotations

@@ -10,13 +10,9 @@ committed offset, unknown ("-") when either is.
 
 from __future__ import annotations
 
-from kafka import TopicPartition
-
-from offsets_platform.cleanup.kafka_calls import live_group
-from offsets_platform.ingest.snapshot_collect import log_start_and_end
-from offsets_platform.kafka.admin_calls import CONNECTION_ERRORS, open_admin
+from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.kafka.admin_describe import DEAD, MemberDescription
-from offsets_platform.kafka.errors import BrokerUnreachable
+from offsets_platform.kafka.group_calls import live_group, log_offsets
 from offsets_platform.settings import KafkaConnection
 from offsets_platform.views import GroupView, subscription
 
@@ -39,13 +35,11 @@ def describe_group(connection: KafkaConnection, group: str, timeout_s: float = T
         unassigned = sorted(set(live.committed_offsets) - {(row["topic"], row["partition_id"]) for row in assigned})
         rows = assigned + [{"topic": topic, "partition_id": partition, "consumer_id": None, "host": None,
                             "client_id": None} for topic, partition in unassigned]
-        try:
-            _, ends = log_start_and_end(admin, [TopicPartition(row["topic"], row["partition_id"]) for row in rows])
-        except CONNECTION_ERRORS as error:
-            raise BrokerUnreachable(connection.bootstrap_servers, f"ListOffsets failed ({error})") from error
+        logs = log_offsets(admin, [(row["topic"], row["partition_id"]) for row in rows])
     for row in rows:
         current = live.committed_offsets.get((row["topic"], row["partition_id"]))
-        end = ends.get(TopicPartition(row["topic"], row["partition_id"]))
+        log = logs.get((row["topic"], row["partition_id"]))
+        end = log.log_end if log is not None else None
         row.update(current_offset=current, log_end_offset=end,
                    lag=end - current if current is not None and end is not None else None)
     members = [{"consumer_id": m.member_id, "group_instance_id": m.group_instance_id, "host": m.client_host,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from offsets_platform import attention
+from offsets_platform.views import attention
 from offsets_platform.lake import Lake
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.views import GroupView, subscription

@@ -46,6 +46,6 @@ def test_exit_3_with_alerts_0_without_and_1_when_it_cannot_tell(home, lake, caps
 
 
 def test_the_command_line_loads_the_alerts_only_when_asked():
-    script = "import sys, offsets_platform.cli; print('offsets_platform.alerts' in sys.modules)"
+    script = "import sys, offsets_platform.cli; print('offsets_platform.views.alerts' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr

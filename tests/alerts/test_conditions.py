@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from offsets_platform.alerts import (CONSUMER_STATUS, MESSAGES_AT_RISK, MESSAGES_LOST, OFFSETS_EXPIRING, changes,
+from offsets_platform.views.alerts import (CONSUMER_STATUS, MESSAGES_AT_RISK, MESSAGES_LOST, OFFSETS_EXPIRING, changes,
                                      evaluate, messages_at_risk, offsets_expiring, payload)
 from offsets_platform.settings import AlertSettings
 from tests.test_summary import at, full_rows
@@ -158,7 +158,7 @@ def test_keys_stay_while_the_numbers_move_and_changes_tell_opened_and_cleared_on
 
 
 def test_a_key_cannot_be_forged_by_a_group_name_with_a_slash():
-    from offsets_platform.alerts import Alert
+    from offsets_platform.views.alerts import Alert
 
     assert Alert(OFFSETS_EXPIRING, "a/b", "t", "r", "").key != Alert(OFFSETS_EXPIRING, "a", "b/t", "r", "").key
 

@@ -168,7 +168,7 @@ def test_the_sensor_runs_by_default_like_the_schedules_and_reads_the_configured_
 
 
 def test_a_receiver_that_answers_an_error_is_an_error_not_a_delivery(receiver):
-    from offsets_platform.alerts import WebhookError, post_json
+    from offsets_platform.views.alerts import WebhookError, post_json
 
     receiver.answer = 503
     receiver.start()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from offsets_platform.cleanup import kafka_calls
+from offsets_platform.kafka import group_calls
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, CleanupPlan, PlannedAction, offset_key, save_plan
 from offsets_platform.kafka.admin_calls import open_admin
@@ -63,7 +63,7 @@ def record_sends(monkeypatch) -> list[tuple]:
     """From now on, every OffsetDelete and DeleteGroups apply sends is appended to the returned list
     (and still sent)."""
     sent: list[tuple] = []
-    real_offsets, real_groups = kafka_calls.delete_offsets, kafka_calls.delete_groups
+    real_offsets, real_groups = group_calls.delete_offsets, group_calls.delete_groups
 
     def delete_offsets(admin, group, partitions):
         partitions = list(partitions)
@@ -75,11 +75,11 @@ def record_sends(monkeypatch) -> list[tuple]:
         sent.append(("DeleteGroups", tuple(groups)))
         return real_groups(admin, groups)
 
-    monkeypatch.setattr(kafka_calls, "delete_offsets", delete_offsets)
-    monkeypatch.setattr(kafka_calls, "delete_groups", delete_groups)
+    monkeypatch.setattr(group_calls, "delete_offsets", delete_offsets)
+    monkeypatch.setattr(group_calls, "delete_groups", delete_groups)
     return sent
 
 
-def _live(connection: KafkaConnection, group: str) -> kafka_calls.LiveGroupState:
+def _live(connection: KafkaConnection, group: str) -> group_calls.LiveGroupState:
     with open_admin(connection, 15, 15) as admin:
-        return kafka_calls.live_group(admin, group)
+        return group_calls.live_group(admin, group)

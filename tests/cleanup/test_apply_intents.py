@@ -13,7 +13,7 @@ from datetime import timedelta
 import kafka.errors as Errors
 import pytest
 
-from offsets_platform.cleanup import kafka_calls
+from offsets_platform.kafka import group_calls
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.kafka.admin_calls import SnapshotAdminClient
@@ -110,7 +110,7 @@ def test_an_intent_whose_request_never_left_is_settled_as_interrupted_and_the_ac
         raise SimulatedCrash("the apply died before the request left")
 
     with monkeypatch.context() as crashing:
-        crashing.setattr(kafka_calls, "delete_groups", die_before_sending)
+        crashing.setattr(group_calls, "delete_groups", die_before_sending)
         with pytest.raises(SimulatedCrash):
             apply_plan(lake, connection, plan.plan_id, **QUIET)
     assert group in listed_groups(connection)

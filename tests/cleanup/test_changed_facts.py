@@ -1,13 +1,13 @@
 """The re-check before apply, on its own: which changes of a group's live state stop an action.
 
-`LiveGroupState` is what `kafka_calls.live_group` returns from DescribeGroups and OffsetFetch;
+`LiveGroupState` is what `group_calls.live_group` returns from DescribeGroups and OffsetFetch;
 here it is built by hand, since the rule is pure logic (the broker tests are in
 test_plans_and_apply.py).
 """
 import pytest
 
 from offsets_platform.cleanup.apply import changed_facts
-from offsets_platform.cleanup.kafka_calls import LiveGroupState
+from offsets_platform.kafka.group_calls import LiveGroupState
 from offsets_platform.cleanup.plans import DELETE_GROUPS, OFFSET_DELETE, PlannedAction
 from offsets_platform.kafka.admin_describe import MemberDescription
 

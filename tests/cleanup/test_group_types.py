@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cleanup.approvals import approve
 from offsets_platform.cleanup.direct import TopicRequest, run_delete_offsets
-from offsets_platform.cleanup.kafka_calls import delete_offsets, live_group
+from offsets_platform.kafka.group_calls import delete_offsets, live_group
 from offsets_platform.cleanup.plans import (
     DELETE_GROUPS, CleanupPlan, PlannedAction, offset_key, save_plan, share_state_partitions,
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from offsets_platform.cleanup.kafka_calls import (
+from offsets_platform.kafka.group_calls import (
     DEAD, delete_groups, delete_offsets, live_group, topic_metadata,
 )
 from proving_ground.workload.live.clients import committed_offsets, describe_groups_raw

@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
 from offsets_platform.broker.embedded import EmbeddedBroker
 from offsets_platform.broker.security import BrokerSecurity
 from offsets_platform.cleanup.apply import apply_plan
-from offsets_platform.cleanup.candidates import MODEL_TABLES
+from offsets_platform.views.candidates import MODEL_TABLES
 from offsets_platform.cleanup.plans import build_plan
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshot_collect import take_snapshot

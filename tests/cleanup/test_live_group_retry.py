@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from offsets_platform.cleanup import kafka_calls
-from offsets_platform.cleanup.kafka_calls import GroupCallError, live_group
+from offsets_platform.kafka import group_calls
+from offsets_platform.kafka.group_calls import GroupCallError, live_group
 
 pytestmark = pytest.mark.fast
 
@@ -22,8 +22,8 @@ def answers(monkeypatch, *errors: str):
             raise GroupCallError(group, errors[len(calls) - 1], "stand-in")
         return "ok"
 
-    monkeypatch.setattr(kafka_calls, "_live_group_once", once)
-    monkeypatch.setattr(kafka_calls.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(group_calls, "_live_group_once", once)
+    monkeypatch.setattr(group_calls.time, "sleep", lambda seconds: None)
     return calls
 
 

@@ -21,7 +21,7 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaTopicPartition
 
 from offsets_platform.broker.jvm import run_tool
-from offsets_platform.cleanup import kafka_calls
+from offsets_platform.kafka import group_calls
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.cli import main
 from offsets_platform.lake import Lake
@@ -253,8 +253,8 @@ def test_apply_commits_what_kafkas_execute_commits(twins, admin, tmp_path, capsy
     assert "what was approved: the reset makes the group read 4 messages again and skip 0" in capsys.readouterr().out
     assert main(["apply", plan_id, "--bootstrap-server", bootstrap, "--home", str(tmp_path)]) == 0
     assert capsys.readouterr().out.endswith("0 deleted, 2 committed (offset resets), 0 skipped, 0 failed\n")
-    kafka_side = kafka_calls.live_group(admin, f"{kind}-kafka").committed_offsets
-    assert kafka_calls.live_group(admin, f"{kind}-project").committed_offsets == kafka_side
+    kafka_side = group_calls.live_group(admin, f"{kind}-kafka").committed_offsets
+    assert group_calls.live_group(admin, f"{kind}-project").committed_offsets == kafka_side
     assert {tp: kafka_side[tp] for tp in COMMITTED} == {(LEDGER, 0): DELETED_BELOW, (LEDGER, 1): 0}
     # applied once: a second apply sends nothing
     assert main(["apply", plan_id, "--bootstrap-server", bootstrap, "--home", str(tmp_path)]) == 0
@@ -275,7 +275,7 @@ def test_apply_skips_a_partition_whose_offset_changed_and_a_group_that_came_back
     assert main(["apply", plan_id, "--bootstrap-server", bootstrap, "--home", str(tmp_path)]) == 0
     output = capsys.readouterr().out
     assert output.endswith("0 deleted, 1 committed (offset resets), 1 skipped, 0 failed\n")
-    assert kafka_calls.live_group(admin, "reset-moving").committed_offsets == {(LEDGER, 0): RECORDS[0], (LEDGER, 1): 3}
+    assert group_calls.live_group(admin, "reset-moving").committed_offsets == {(LEDGER, 0): RECORDS[0], (LEDGER, 1): 3}
     capsys.readouterr()
     assert main(["show", plan_id, "--home", str(tmp_path)]) == 0
     assert "the group moved since the plan (offset 3 now, 2 when planned)" in capsys.readouterr().out
@@ -294,7 +294,7 @@ def test_apply_skips_a_partition_whose_offset_changed_and_a_group_that_came_back
         assert capsys.readouterr().out.endswith("0 deleted, 2 skipped, 0 failed\n")
     finally:
         member.close()
-    assert kafka_calls.live_group(admin, "reset-rejoined").committed_offsets == COMMITTED
+    assert group_calls.live_group(admin, "reset-rejoined").committed_offsets == COMMITTED
 
 
 class SimulatedCrash(BaseException):
@@ -324,11 +324,11 @@ def test_an_apply_that_died_around_its_commit_is_settled_by_the_next(ledger, adm
                 return real_append(self, name, data)
             crash.setattr(Lake, "append", append)
         else:
-            crash.setattr(kafka_calls, "commit_offsets", lambda *args: (_ for _ in ()).throw(SimulatedCrash(dies)))
+            crash.setattr(group_calls, "commit_offsets", lambda *args: (_ for _ in ()).throw(SimulatedCrash(dies)))
         with pytest.raises(SimulatedCrash):
             apply_plan(lake, connection, plan_id, emit=lambda line: None)
     latest = {(LEDGER, 0): RECORDS[0], (LEDGER, 1): RECORDS[1]}
-    assert kafka_calls.live_group(admin, group).committed_offsets == (latest if dies == "after the commit" else COMMITTED)
+    assert group_calls.live_group(admin, group).committed_offsets == (latest if dies == "after the commit" else COMMITTED)
     lines: list[str] = []
     result = apply_plan(lake, connection, plan_id, emit=lines.append)
     outcomes = sorted((row["outcome"], row["intent_id"] is not None) for row in result.outcomes)
@@ -338,7 +338,7 @@ def test_an_apply_that_died_around_its_commit_is_settled_by_the_next(ledger, adm
     else:
         # settled as interrupted, then re-checked (the offsets are still the planned ones) and sent
         assert outcomes == [("committed", True)] * 2 + [("interrupted", True)] * 2
-    assert kafka_calls.live_group(admin, group).committed_offsets == latest
+    assert group_calls.live_group(admin, group).committed_offsets == latest
 
 
 def test_the_dagster_job_plans_the_reset_and_the_approval_jobs_apply_it(ledger, admin, tmp_path, monkeypatch):
@@ -375,4 +375,4 @@ def test_the_dagster_job_plans_the_reset_and_the_approval_jobs_apply_it(ledger, 
         assert approved.success and "the reset makes the group read 3 messages again" in approved.logged
         applied = run("apply_cleanup", {"offsets_platform/user": "alice"}, plan_id)
         assert applied.success and "2 committed (offset resets)" in applied.logged
-    assert kafka_calls.live_group(admin, group).committed_offsets == {(LEDGER, 0): DELETED_BELOW, (LEDGER, 1): 1}
+    assert group_calls.live_group(admin, group).committed_offsets == {(LEDGER, 0): DELETED_BELOW, (LEDGER, 1): 1}

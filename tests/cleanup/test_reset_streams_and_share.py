@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from offsets_platform.broker.jvm import run_tool
-from offsets_platform.cleanup import kafka_calls
+from offsets_platform.kafka import group_calls
 from offsets_platform.cli import main
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV
@@ -127,6 +127,6 @@ def test_apply_sets_exactly_the_planned_offsets(groups, admin, tmp_path, capsys,
         capsys.readouterr()
         assert main(["apply", plan_id, "--bootstrap-server", bootstrap, "--home", str(tmp_path)]) == 0
         assert f"{len(expected)} committed (offset resets), 0 skipped, 0 failed" in capsys.readouterr().out
-        live = kafka_calls.live_group(admin, group)
+        live = group_calls.live_group(admin, group)
         now = live.share_start_offsets if group == SHARE else live.committed_offsets
         assert {tp: now[tp] for tp in expected} == expected

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from offsets_platform.cleanup.kafka_calls import LiveGroupState
+from offsets_platform.kafka.group_calls import LiveGroupState
 from offsets_platform.cleanup.plans import PlanError
 from offsets_platform.cleanup.reset_plans import check_resettable, current_offsets
 from offsets_platform.cleanup.reset_targets import (

@@ -18,7 +18,7 @@ from kafka.admin import OffsetSpec
 from kafka.errors import OffsetNotAvailableError
 
 from offsets_platform.broker.embedded import EmbeddedCluster
-from offsets_platform.cleanup import kafka_calls
+from offsets_platform.kafka import group_calls
 from offsets_platform.cleanup.apply import apply_plan
 from offsets_platform.ingest import snapshot_groups
 from offsets_platform.ingest.snapshot_collect import take_snapshot
@@ -157,7 +157,7 @@ def test_an_apply_follows_the_coordinator_through_its_moves(connection, tmp_path
     for name, groups_of in (("_committed_offsets", lambda group: [group]),
                             ("delete_offsets", lambda group, partitions: [group]),
                             ("delete_groups", lambda groups: groups)):
-        monkeypatch.setattr(kafka_calls, name, moving_before(connection, getattr(kafka_calls, name), calls, groups_of))
+        monkeypatch.setattr(group_calls, name, moving_before(connection, getattr(group_calls, name), calls, groups_of))
 
     # four moves in one apply, each waited out by the client within its budget (three timeouts
     # over all its calls): twice the default timeout, for a machine loaded by other tests

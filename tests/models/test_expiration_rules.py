@@ -319,7 +319,7 @@ def test_retention_comes_from_the_broker_config(expirable):
 
 
 def test_the_cleanup_plan_waits_for_idle_empty_groups_of_every_kind(expirable, module_lake):
-    from offsets_platform.cleanup.candidates import cleanup_candidates
+    from offsets_platform.views.candidates import cleanup_candidates
 
     candidates = cleanup_candidates(module_lake, idle_hours=24)
     proposed = {(row["group_id"], row["topic"]) for row in candidates.offset_deletes}
@@ -394,7 +394,7 @@ def test_a_failed_offset_fetch_leaves_the_logs_offsets(expirable, module_lake):
 
 
 def test_a_plan_proposes_no_deletion_of_a_group_that_runs_between_snapshots_or_commits_alone(expirable, module_lake):
-    from offsets_platform.cleanup.candidates import cleanup_candidates
+    from offsets_platform.views.candidates import cleanup_candidates
 
     # 36 h: rerun went Empty 26 h before, standalone-live committed 14 h before (the first
     # snapshots that saw them Empty were 48 h before)

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from offsets_platform.cleanup.candidates import cleanup_candidates
+from offsets_platform.views.candidates import cleanup_candidates
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.broker.embedded import EmbeddedBroker

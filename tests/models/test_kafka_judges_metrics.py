@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from offsets_platform.cleanup.kafka_calls import delete_groups, delete_offsets
+from offsets_platform.kafka.group_calls import delete_groups, delete_offsets
 from offsets_platform.ingest.offsets_topic import ingest_offsets_topic
 from offsets_platform.kafka.admin_calls import open_admin
 from offsets_platform.broker.embedded import EmbeddedBroker, free_loopback_port

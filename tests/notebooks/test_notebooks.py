@@ -12,10 +12,10 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from offsets_platform.cleanup.candidates import cleanup_candidates
+from offsets_platform.views.candidates import cleanup_candidates
 from offsets_platform.cleanup.plans import build_plan
 from offsets_platform.models.project import lake_for_models
-from offsets_platform.report.figures import (EXPIRATION_TITLE, GROUP_STATES_TITLE, LAG_TITLE,
+from offsets_platform.views.report.figures import (EXPIRATION_TITLE, GROUP_STATES_TITLE, LAG_TITLE,
                                              RETENTION_TITLE)
 from offsets_platform.settings import ALLOW_SELF_APPROVAL_ENV, USER_ENV
 

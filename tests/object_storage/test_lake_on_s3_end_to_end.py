@@ -19,7 +19,7 @@ from offsets_platform.ingest.snapshots import snapshot_cluster
 from offsets_platform.lake.tables import TABLES
 from offsets_platform.models import ModelRunner, lake_for_models
 from offsets_platform.models.project import model_table_specs
-from offsets_platform.report import report_path, report_size, write_report
+from offsets_platform.views.report import report_path, report_size, write_report
 from proving_ground.lake_checks import comparable_rows
 from tests.cleanup.direct_helpers import ORDERS, PAYMENTS, empty_group, make_topics, standalone_commit
 

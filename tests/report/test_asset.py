@@ -4,7 +4,7 @@ from dagster import AssetKey, Definitions, materialize
 
 from offsets_platform_dagster.report import REPORT_INPUTS, cluster_report
 from offsets_platform_dagster.resources import LakeResource
-from offsets_platform.attention import lag_by_group
+from offsets_platform.views.attention import lag_by_group
 from offsets_platform.views.from_lake import lost
 
 

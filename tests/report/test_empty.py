@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 from offsets_platform.models.project import lake_for_models
-from offsets_platform.report import FIGURES, key_numbers, write_report
+from offsets_platform.views.report import FIGURES, key_numbers, write_report
 
 TABLES = ["group_state_history", "consumer_lag", "unconsumed_messages", "retention_forecast", "expirable_offsets",
           "coordinator_metrics"]

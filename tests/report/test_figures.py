@@ -6,8 +6,8 @@ from collections import Counter, defaultdict
 import pandas as pd
 import pytest
 
-from offsets_platform.attention import NOT_ABANDONED
-from offsets_platform.report import (coordinator_metrics_figure, expiration_calendar_figure, group_states_figure,
+from offsets_platform.views.attention import NOT_ABANDONED
+from offsets_platform.views.report import (coordinator_metrics_figure, expiration_calendar_figure, group_states_figure,
                                      key_numbers, lag_heatmap_figure, retention_figure)
 
 

@@ -7,8 +7,8 @@ import re
 import pytest
 from plotly.offline import get_plotlyjs
 
-from offsets_platform.report import FIGURES, report_path, write_report
-from offsets_platform.summary import headline
+from offsets_platform.views.report import FIGURES, report_path, write_report
+from offsets_platform.views.summary import headline
 
 
 @pytest.fixture(scope="module")

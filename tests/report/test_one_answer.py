@@ -10,10 +10,10 @@ from collections import defaultdict
 
 import pytest
 
-from offsets_platform import attention
-from offsets_platform.alerts import messages_at_risk
+from offsets_platform.views import attention
+from offsets_platform.views.alerts import messages_at_risk
 from offsets_platform.metrics import exposition
-from offsets_platform.report.figures import lag_heatmap_figure, retention_figure
+from offsets_platform.views.report.figures import lag_heatmap_figure, retention_figure
 from offsets_platform.views.from_lake import describe_group, list_groups, lost
 from tests.metrics.helpers import samples, sums_by_group
 

@@ -13,16 +13,16 @@ import shutil
 import pytest
 
 from offsets_platform_dagster.key_numbers import key_numbers as dagster_key_numbers
-from offsets_platform.alerts import messages_lost
-from offsets_platform.attention import NOT_ABANDONED
+from offsets_platform.views.alerts import messages_lost
+from offsets_platform.views.attention import NOT_ABANDONED
 from offsets_platform.metrics import exposition
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.models.runner import ModelRunner
-from offsets_platform.report import FIGURES, key_numbers
-from offsets_platform.report.figures import (MAX_FORECAST_BARS, MAX_HEATMAP_COLUMNS, MAX_HEATMAP_GROUPS,
+from offsets_platform.views.report import FIGURES, key_numbers
+from offsets_platform.views.report.figures import (MAX_FORECAST_BARS, MAX_HEATMAP_COLUMNS, MAX_HEATMAP_GROUPS,
                                              MAX_LOSS_SERIES, MAX_TIMELINE_GROUPS, group_states_figure,
                                              lag_heatmap_figure, retention_figure)
-from offsets_platform.report.html import MAX_TABLE_ROWS, write_report
+from offsets_platform.views.report.html import MAX_TABLE_ROWS, write_report
 from offsets_platform.views.from_lake import list_groups, lost
 from proving_ground.workload.scale_lake import BronzeFeed, add_snapshots
 from tests.metrics.helpers import samples, sums_by_group

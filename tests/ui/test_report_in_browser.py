@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from offsets_platform.report import FIGURES, write_report
+from offsets_platform.views.report import FIGURES, write_report
 from tests.report.fixtures import demo_lake, demo_run  # noqa: F401  (fixtures)
 from tests.ui.browser import Browser
 

@@ -19,7 +19,7 @@ Four conditions, each read with delta-rs's SQL engine (`Lake.query`, no Spark):
   make the group ERR (`consumer_status`).
 
 Offsets a group left behind (`expirable_offsets.is_abandoned`) never alert: their lag is no
-one's backlog (see `offsets_platform.attention`). Groups matching an ignored pattern never alert.
+one's backlog (see `offsets_platform.views.attention`). Groups matching an ignored pattern never alert.
 
 One alert covers a group and a topic (and, for expiry, Kafka's rule; for status, the status),
 with its partitions listed, so a topic of 50 partitions that stops is one message, not 50. Its
@@ -40,7 +40,7 @@ from fnmatch import fnmatchcase
 from typing import Iterable, Mapping
 from urllib.parse import quote
 
-from offsets_platform.attention import due_for_deletion, not_abandoned  # the rules the report counts by
+from offsets_platform.views.attention import due_for_deletion, not_abandoned  # the rules the report counts by
 from offsets_platform.lake import Lake
 from offsets_platform.settings import AlertSettings
 

@@ -32,6 +32,7 @@ from datetime import datetime
 
 from offsets_platform.lake import Lake, MissingTable
 from offsets_platform.lake.sql_literals import lake_timestamp
+from offsets_platform.views.candidates import cleanup_candidates
 
 DEFAULT_WITHIN_HOURS = 24
 
@@ -198,10 +199,8 @@ def retention_losses(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS,
 
 
 def cleanup_rows(lake: Lake) -> tuple[list[dict], list[dict]]:
-    """(OffsetDelete candidates, DeleteGroups candidates) as offsets_platform.cleanup finds them;
-    empty when the models have not run."""
-    from offsets_platform.cleanup.candidates import cleanup_candidates  # cleanup reads the same tables
-
+    """(OffsetDelete candidates, DeleteGroups candidates), the ones a cleanup plan proposes; empty
+    when the models have not run."""
     try:
         candidates = cleanup_candidates(lake)
     except MissingTable:

@@ -22,7 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from offsets_platform import attention
+from offsets_platform.views import attention
 from offsets_platform.lake import Lake
 
 # One colour per group state, the same in every figure and notebook.
@@ -54,7 +54,7 @@ def read_table(lake: Lake, name: str, columns: list[str], with_abandoned: bool =
     """The table's columns as pandas, timestamps as naive UTC; empty if the table does not exist
     (a figure of a model that has not run says "no data"). With `with_abandoned` False, the rows of
     offsets their group abandoned are left out, as the command line, the metrics' lag and the
-    alerts leave them out (offsets_platform.attention).
+    alerts leave them out (offsets_platform.views.attention).
 
     Timestamps lose their (always UTC) zone because plotly.js does not read zone offsets; the
     axes say UTC instead.

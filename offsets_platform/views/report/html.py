@@ -20,10 +20,11 @@ from plotly.offline import get_plotlyjs
 
 from offsets_platform.durations import time_left_text
 from offsets_platform.lake import Lake
-from offsets_platform.attention import (
+from offsets_platform.views.attention import (
     DEFAULT_WITHIN_HOURS, abandoned_offsets, cleanup_rows, expiring_by_topic, offset_deletes_by_topic, retention_losses,
 )
-from offsets_platform.report.figures import build_figures, key_numbers
+from offsets_platform.views.report.figures import build_figures, key_numbers
+from offsets_platform.views.summary import headline
 
 REPORT_NAME = "cluster_report.html"
 MAX_TABLE_ROWS = 200  # longer tables end with "and N more"; the notebooks show everything
@@ -65,7 +66,6 @@ def write_report(lake: Lake, path: str | Path, figures: dict[str, go.Figure] | N
     `figures` (element id -> figure, as from `build_figures`) saves building them twice when the
     caller also wants their numbers.
     """
-    from offsets_platform.summary import headline  # imports the cleanup package
 
     figures = build_figures(lake) if figures is None else figures
     page = "\n".join([

@@ -1,17 +1,18 @@
 """Short human summaries of the lake, for the demo, the CLI and the report's headline.
 
 They state facts (rows, what the latest snapshot reported) and the models' answers through
-offsets_platform.attention; no rule of Kafka's is worked out here a second time, so the summary
+offsets_platform.views.attention; no rule of Kafka's is worked out here a second time, so the summary
 cannot disagree with the models, the UI or the report.
 """
 
 from __future__ import annotations
 
-from offsets_platform import attention
+from offsets_platform.views import attention
 from offsets_platform.durations import age_text
 from offsets_platform.lake import Lake
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.lake.tables import RECORD_TABLES
+from offsets_platform.views.candidates import DEFAULT_IDLE_HOURS
 from offsets_platform.views.from_lake import last_resets, reset_text
 
 # Rows of a list a summary shows before "and N more".
@@ -84,8 +85,6 @@ def models_summary(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOUR
         next_at = f"{row['next_expiry_at']:%Y-%m-%d %H:%M} UTC" if row["next_expiry_at"] else "-"
         lines.append(f"  {row['rule']:<26} {row['offsets']:>7,}: {row['due_now']:,} / {row['due_within']:,} / "
                      f"{next_at}")
-    from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS  # cleanup_rows' threshold
-
     offset_groups = {row["group_id"] for row in offset_deletes}
     lines.append(f"a cleanup would: OffsetDelete {len(offset_deletes):,} stale offsets of unsubscribed topics in "
                  f"{len(offset_groups):,} groups; DeleteGroups for {len(group_deletes):,} groups Empty longer "
@@ -141,8 +140,6 @@ def headline(lake: Lake, within_hours: int = attention.DEFAULT_WITHIN_HOURS) -> 
         sentences.append(f"Left behind on topics no member subscribes to any more: "
                          f"{_count(sum(r['partitions'] for r in abandoned), 'committed offset')} of "
                          f"{_count(len({r['group_id'] for r in abandoned}), 'group')} (not counted as lag or loss).")
-    from offsets_platform.cleanup.candidates import DEFAULT_IDLE_HOURS  # cleanup_rows' threshold
-
     offset_deletes, group_deletes = attention.cleanup_rows(lake)
     sentences.append(f"A cleanup would delete {_count(len(offset_deletes), 'stale offset')} in "
                      f"{_count(len({r['group_id'] for r in offset_deletes}), 'group')}, and "
