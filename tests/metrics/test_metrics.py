@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from offsets_platform.cli import main
-from offsets_platform.metrics import Family, exposition, render
+from offsets_platform.metrics import exposition
 from offsets_platform.metrics.serve import metrics_server, write_textfile
 from tests.metrics.helpers import AWKWARD, fill, key, samples, write
 from tests.test_summary import at
@@ -92,37 +92,27 @@ def test_a_lake_without_models_declares_the_families_and_claims_nothing(lake):
     assert not lake.exists("coordinator_metrics") and list(lake.root.iterdir()) == []  # reading wrote nothing
 
 
-def test_label_values_and_help_are_escaped_in_both_formats():
-    family = Family("x", "counter", 'says "hi" \\ and\nmore')
-    family.add(1, group_id=AWKWARD)
-    family.add(2.5, group_id="plain")
-    assert render([family]).splitlines() == [
-        '# HELP x says \\"hi\\" \\\\ and\\nmore',
-        "# TYPE x counter",
-        'x_total{group_id="we\\"ird\\\\group\\nname"} 1',
-        'x_total{group_id="plain"} 2.5',
-        "# EOF"]
-    # Prometheus's text format 0.0.4: the counter's family carries _total, HELP leaves quotes alone, no EOF
-    assert render([family], openmetrics=False).splitlines()[:3] == [
-        '# HELP x_total says "hi" \\\\ and\\nmore',
-        "# TYPE x_total counter",
-        'x_total{group_id="we\\"ird\\\\group\\nname"} 1']
-    assert samples(render([family]))[key("x_total", group_id=AWKWARD)] == 1
+@pytest.mark.parametrize("openmetrics", [True, False])
+def test_label_values_are_escaped_and_counters_named_as_each_format_wants(filled, openmetrics):
+    text = exposition(filled, openmetrics=openmetrics)
+    lines = text.splitlines()
+    # the awkward group's name: backslash, double quote and line feed escaped, in both formats
+    assert 'offsets_platform_non_consumed_total{group_id="we\\"ird\\\\group\\nname",partition_id="0",topic="t"} 3.0' \
+        in lines
+    assert samples(text)[key(P + "non_consumed_total", group_id=AWKWARD, topic="t", partition_id=0)] == 3
+    # OpenMetrics names a counter's family without _total and ends with # EOF; 0.0.4 does neither
+    family = P + "offset_commits" if openmetrics else P + "offset_commits_total"
+    assert f"# TYPE {family} counter" in lines and lines[lines.index(f"# TYPE {family} counter") + 1] \
+        == P + "offset_commits_total 42.0"
+    assert (lines[-1] == "# EOF") == openmetrics
 
 
-def test_special_values_and_what_a_scraper_would_reject():
-    family = Family("g", "gauge", "h")
-    for n, value in enumerate((float("inf"), float("-inf"), float("nan"), 7, True)):
-        family.add(value, n=n)
-    family.add(None, n=9)
-    assert [line.split()[-1] for line in render([family]).splitlines()[2:-1]] == ["+Inf", "-Inf", "NaN", "7", "1"]
-    family.add(1, n=0)
-    with pytest.raises(ValueError, match="two samples"):
-        render([family])
-    with pytest.raises(ValueError):
-        Family("x_total", "counter", "the suffix is added when rendered")
-    with pytest.raises(ValueError):
-        Family("x", "gauge", "h").add(1, **{"bad-name": "v"})
+def test_two_samples_with_the_same_labels_are_refused_before_a_scraper_sees_them(filled):
+    # a consumer_status row twice: one partition would have two series of one status
+    write(filled, "consumer_status", [{"group_id": "busy", "topic": "t", "partition_id": 1, "status": "OK",
+                                       "rule": "caught_up", "group_status": "ERR"}])
+    with pytest.raises(ValueError, match="offsets_platform_consumer_partition_status: two samples"):
+        exposition(filled)
 
 
 def test_metrics_prints_or_writes_a_textfile_in_one_rename(filled, tmp_path, capsys):
