@@ -9,6 +9,8 @@ the only one node_exporter's textfile collector parses.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from prometheus_client import generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
@@ -20,7 +22,8 @@ from offsets_platform.metrics.from_lake import collect
 __all__ = ["DEFAULT_WITHIN_HOURS", "collect", "exposition", "lake_registry"]
 
 
-def exposition(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS, openmetrics: bool = True) -> str:
+def exposition(lake: Lake, within_hours: float = DEFAULT_WITHIN_HOURS, openmetrics: bool = True,
+               watched_groups: Sequence[str] = ()) -> str:
     """The lake's metrics as OpenMetrics 1.0.0 text, or in Prometheus's text format 0.0.4."""
     render = generate_openmetrics if openmetrics else generate_latest
-    return render(lake_registry(lake, within_hours)).decode("utf-8")
+    return render(lake_registry(lake, within_hours, watched_groups)).decode("utf-8")

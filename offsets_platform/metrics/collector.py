@@ -6,7 +6,7 @@ are those of the models' latest refresh.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from prometheus_client.registry import Collector, CollectorRegistry
 
@@ -15,11 +15,12 @@ from offsets_platform.metrics.from_lake import Family, collect
 
 
 class LakeCollector(Collector):
-    """The lake's metric families, with `within_hours` the horizon of the expiring offsets."""
+    """The lake's metric families (`from_lake.collect`, whose arguments these are)."""
 
-    def __init__(self, lake: Lake, within_hours: float) -> None:
+    def __init__(self, lake: Lake, within_hours: float, watched_groups: Sequence[str] = ()) -> None:
         self.lake = lake
         self.within_hours = within_hours
+        self.watched_groups = tuple(watched_groups)
 
     def collect(self) -> Iterable[Family]:
         """Every family of the lake as it is now.
@@ -29,17 +30,17 @@ class LakeCollector(Collector):
                 render both and the scraper reject the whole text, so this is a bug in what was
                 read, told here rather than at the scraper.
         """
-        families = collect(self.lake, self.within_hours)
+        families = collect(self.lake, self.within_hours, self.watched_groups)
         for family in families:
             _check_unique(family)
         return families
 
 
-def lake_registry(lake: Lake, within_hours: float) -> CollectorRegistry:
+def lake_registry(lake: Lake, within_hours: float, watched_groups: Sequence[str] = ()) -> CollectorRegistry:
     """A registry of the lake's collector alone: no process or platform metrics of this Python,
     which describe the exporter rather than the lake."""
     registry = CollectorRegistry()
-    registry.register(LakeCollector(lake, within_hours))
+    registry.register(LakeCollector(lake, within_hours, watched_groups))
     return registry
 
 

@@ -15,10 +15,12 @@ no samples rather than with zeros, which would claim "nothing happened".
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from offsets_platform import attention
+from offsets_platform.alerts import matches
 from offsets_platform.lake import Lake
 from offsets_platform.views.from_lake import last_refresh, last_resets
 
@@ -29,10 +31,13 @@ PARTITION = ("group_id", "topic", "partition_id")
 Family = CounterMetricFamily | GaugeMetricFamily
 
 
-def collect(lake: Lake, within_hours: float = attention.DEFAULT_WITHIN_HOURS) -> list[Family]:
-    """Every family, in a fixed order, from the lake as it is now."""
-    return [*_coordinator(lake), *_non_consumed(lake), *_lag(lake), *_status(lake),
-            *_expiring(lake, within_hours), *_freshness(lake), *_resets(lake)]
+def collect(lake: Lake, within_hours: float = attention.DEFAULT_WITHIN_HOURS,
+            watched_groups: Sequence[str] = ()) -> list[Family]:
+    """Every family, in a fixed order, from the lake as it is now. `within_hours` is the horizon of
+    the expiring offsets and of the messages at risk; `watched_groups` (names or shell-style
+    patterns, as the alerts take them) are the groups whose expiring offsets alert."""
+    return [*_coordinator(lake), *_non_consumed(lake), *_at_risk(lake, within_hours), *_lag(lake), *_status(lake),
+            *_expiring(lake, within_hours), *_watched(lake, watched_groups), *_freshness(lake), *_resets(lake)]
 
 
 def _counter(name: str, help: str, *labels: str) -> CounterMetricFamily:
@@ -102,6 +107,22 @@ def _non_consumed(lake: Lake) -> list[Family]:
     return [at_most, at_least]
 
 
+def _at_risk(lake: Lake, within_hours: float) -> list[Family]:
+    # What the report and the alerts call at risk (attention.due_for_deletion): the alerting rule
+    # leaves out the partitions the group is catching up on, as alerts.messages_at_risk does, by
+    # their status, which is a family of its own.
+    at_risk = _gauge("messages_at_risk",
+                     "Messages the group has not read, still in the log, that retention deletes within the horizon "
+                     "(offsets_platform_offsets_expiring_horizon_seconds), those due already included; abandoned "
+                     "offsets left out (model retention_forecast, unread_in_log, hours_left).", *PARTITION)
+    for row in lake.query(f"""select f.group_id, f.topic, f.partition_id, f.unread_in_log from retention_forecast f
+                              where f.unread_in_log > 0 and {attention.due_for_deletion("f", within_hours)}
+                              order by f.group_id, f.topic, f.partition_id """,
+                          "retention_forecast", "expirable_offsets").to_pylist():
+        _add(at_risk, row["unread_in_log"], *_partition(row))
+    return [at_risk]
+
+
 def _lag(lake: Lake) -> list[Family]:
     # As everywhere in the project, offsets a group left behind are not lag (no one reads on
     # there): they get families of their own, so that an alert on lag does not fire for them.
@@ -167,6 +188,21 @@ def _expiring(lake: Lake, within_hours: float) -> list[Family]:
         _add(due_now, row["due_now"], *labels)
         _add(first, _seconds(row["first_expires_at"]), *labels)
     return [horizon, expiring, due_now, first]
+
+
+def _watched(lake: Lake, watched_groups: Sequence[str]) -> list[Family]:
+    # Only a person knows which stopped group will come back and must find its position, so only
+    # the watched groups' expiring offsets alert (alerts.offsets_expiring). Prometheus's rule
+    # cannot read the setting: this family carries it, one series per watched group of the lake.
+    watched = _gauge("watched_group",
+                     "1 for each group with committed offsets whose expiry alerts: one the exporter's --watch or "
+                     "OFFSETS_PLATFORM_ALERT_WATCHED_GROUPS names (table expirable_offsets).", "group_id")
+    if watched_groups:
+        for row in lake.query("select distinct group_id from expirable_offsets order by group_id",
+                              "expirable_offsets").to_pylist():
+            if matches(row["group_id"], watched_groups):
+                _add(watched, 1, row["group_id"])
+    return [watched]
 
 
 def _freshness(lake: Lake) -> list[Family]:

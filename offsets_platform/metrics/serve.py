@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import make_wsgi_app
@@ -16,13 +16,13 @@ from offsets_platform.metrics.collector import lake_registry
 METRICS_PATH = "/metrics"
 
 
-def metrics_app(lake: Lake, within_hours: float) -> Callable:
+def metrics_app(lake: Lake, within_hours: float, watched_groups: Sequence[str] = ()) -> Callable:
     """A WSGI app answering GET /metrics with the lake read anew: prometheus_client's, which picks
     OpenMetrics or the 0.0.4 format by the Accept header (Prometheus asks for OpenMetrics; curl and
     older scrapers get the format every scraper reads). Around it, what prometheus_client's app
     does not do: other paths are not found, and a lake that cannot be read is answered 500 with the
     reason, so that the scraper records a failed scrape (up 0) rather than an all-clear."""
-    exporter = make_wsgi_app(lake_registry(lake, within_hours))
+    exporter = make_wsgi_app(lake_registry(lake, within_hours, watched_groups))
 
     def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
         if environ.get("PATH_INFO") != METRICS_PATH:
@@ -39,11 +39,12 @@ def metrics_app(lake: Lake, within_hours: float) -> Callable:
     return app
 
 
-def metrics_server(lake: Lake, host: str, port: int, within_hours: float) -> WSGIServer:
+def metrics_server(lake: Lake, host: str, port: int, within_hours: float,
+                   watched_groups: Sequence[str] = ()) -> WSGIServer:
     """A server of `metrics_app`. One request at a time (wsgiref's server, not prometheus_client's
     threading one): a scrape reads a few small tables, and serving them in turn keeps the tables'
     handles (`Lake` catches them up between reads) out of reach of two threads at once."""
-    return make_server(host, port, metrics_app(lake, within_hours), server_class=WSGIServer,
+    return make_server(host, port, metrics_app(lake, within_hours, watched_groups), server_class=WSGIServer,
                        handler_class=_QuietOnSuccess)
 
 
@@ -62,10 +63,10 @@ def _plain(start_response: Callable, status: str, body: str) -> list[bytes]:
     return [data]
 
 
-def serve_metrics(lake: Lake, host: str, port: int, within_hours: float,
+def serve_metrics(lake: Lake, host: str, port: int, within_hours: float, watched_groups: Sequence[str] = (),
                   on_ready: Callable[[WSGIServer], None] = lambda server: None) -> None:
     """Serve until interrupted (KeyboardInterrupt, which the caller also raises on SIGTERM)."""
-    server = metrics_server(lake, host, port, within_hours)
+    server = metrics_server(lake, host, port, within_hours, watched_groups)
     try:
         on_ready(server)
         server.serve_forever()

@@ -75,6 +75,41 @@ def test_expiring_counts_partitions_within_the_horizon_due_ones_included(filled)
     assert not [name for name, labels in found if dict(labels).get("group_id") == "busy" and "expiring" in name]
 
 
+def test_messages_at_risk_are_the_unread_ones_retention_deletes_within_the_horizon(filled):
+    write(filled, "retention_forecast", [
+        {"group_id": "busy", "topic": "t", "partition_id": 0, "unread_in_log": 5, "hours_left": 2.0},
+        {"group_id": "busy", "topic": "t", "partition_id": 1, "unread_in_log": 9, "hours_left": -1.0},  # due now
+        {"group_id": AWKWARD, "topic": "t", "partition_id": 0, "unread_in_log": 4, "hours_left": 30.0},
+        {"group_id": "busy", "topic": "old", "partition_id": 0, "unread_in_log": 6, "hours_left": 1.0}])
+    # busy left topic old: its offsets there are abandoned, no one's backlog
+    write(filled, "expirable_offsets", [{"group_id": "busy", "topic": "old", "partition_id": 0,
+                                         "rule": "unsubscribed_topic", "is_abandoned": True, "hours_until_expiry": 9.0}])
+
+    def at_risk(within_hours: float) -> dict:
+        return {(dict(labels)["group_id"], dict(labels)["topic"], dict(labels)["partition_id"]): value
+                for (name, labels), value in samples(exposition(filled, within_hours)).items()
+                if name == P + "messages_at_risk"}
+
+    assert at_risk(24) == {("busy", "t", "0"): 5, ("busy", "t", "1"): 9}
+    assert at_risk(48) == {("busy", "t", "0"): 5, ("busy", "t", "1"): 9, (AWKWARD, "t", "0"): 4}
+
+
+def test_the_watched_groups_are_marked_for_the_expiry_alerting_rule(filled, capsys, monkeypatch):
+    def watched(text: str) -> set[str]:
+        return {dict(labels)["group_id"] for (name, labels), value in samples(text).items()
+                if name == P + "watched_group" and value == 1}
+
+    assert watched(exposition(filled)) == set()  # none watched: no expiry alerts, as the alerts' own
+    assert watched(exposition(filled, watched_groups=("we*", "nobody"))) == {AWKWARD}  # the lake's groups only
+    # the commands: --watch, else the alerts' setting
+    monkeypatch.setenv("OFFSETS_PLATFORM_ALERT_WATCHED_GROUPS", "busy, other")
+    home = str(filled.root.parent)
+    assert main(["metrics", "--home", home]) == 0
+    assert watched(capsys.readouterr().out) == {"busy"}
+    assert main(["metrics", "--home", home, "--watch", "we*", "--watch", "busy,x"]) == 0
+    assert watched(capsys.readouterr().out) == {AWKWARD, "busy"}
+
+
 def test_the_times_of_the_latest_refresh_ingest_and_snapshot(filled):
     found = samples(exposition(filled))
     assert found[key(P + "models_last_run_timestamp_seconds")] == at(20).timestamp()
