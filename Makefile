@@ -58,7 +58,7 @@ TEST_PROCESSES ?= 3
 # The suite starts a broker per test module and uses each for a minute or so: on the JIT's first
 # tier only, a start costs about a third less CPU (benchmarks/README.md, "The embedded broker").
 TEST_BROKERS = OFFSETS_PLATFORM_BROKER_JVM_OPTIONS=-XX:TieredStopAtLevel=1
-test: $(INSTALLED)  ## the whole test suite, the lake on object storage included (installs Debian's chromium and prometheus first when missing, for tests/ui and tests/metrics)
+test: $(INSTALLED)  ## the whole test suite, the lake on object storage included (installs Debian's chromium, prometheus and prometheus-alertmanager first when missing, for tests/ui and tests/metrics)
 	bash .ci/install-debian-packages
 	SPARK_LOCAL_IP=127.0.0.1 OFFSETS_PLATFORM_SPARK_DRIVER_MEMORY=2g $(TEST_BROKERS) $(BIN)/python -m pytest --ignore=tests/object_storage -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 	SPARK_LOCAL_IP=127.0.0.1 $(TEST_BROKERS) $(BIN)/python -m pytest tests/object_storage

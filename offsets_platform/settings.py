@@ -144,6 +144,13 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "": 3600}
 DEFAULT_ALERT_WITHIN_HOURS = 24.0
 DEFAULT_WEBHOOK_TIMEOUT_S = 10.0
+# The alerts' watched groups; the metrics exporter reads it too, to mark them for Prometheus's rules.
+WATCHED_GROUPS_ENV = ENV_PREFIX + "ALERT_WATCHED_GROUPS"
+
+
+def group_names(*values: str) -> tuple[str, ...]:
+    """The group names or patterns of comma-separated values ("orders, pay-*"), each once, sorted."""
+    return tuple(sorted({part.strip() for value in values for part in value.split(",") if part.strip()}))
 
 
 def duration_hours(text: str) -> float:
@@ -192,7 +199,7 @@ class AlertSettings:
             return result
 
         def names(name: str) -> tuple[str, ...]:
-            return tuple(sorted({part.strip() for part in get(name).split(",") if part.strip()}))
+            return group_names(get(name))
 
         timeout = get("ALERT_WEBHOOK_TIMEOUT_SECONDS")
         try:

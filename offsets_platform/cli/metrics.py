@@ -1,11 +1,14 @@
-"""`metrics-server` and `metrics`: the lake's gold tables as Prometheus metrics (docs/metrics.md).
+"""`metrics-server` and `metrics`: the lake's gold tables as Prometheus metrics, and the alerting
+rules for them (docs/metrics.md).
 
 Both read the lake with delta-rs only; like the quick views, they refuse a lake that is not there
-rather than report an empty one as all clear.
+rather than report an empty one as all clear. `metrics --alerting-rules` reads no lake: the rules
+are the package's.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -13,7 +16,7 @@ from pathlib import Path
 from offsets_platform.views.attention import DEFAULT_WITHIN_HOURS
 from offsets_platform.cli.args import add_home_option, lake_of
 from offsets_platform.cli.views import hours
-from offsets_platform.settings import Settings
+from offsets_platform.settings import WATCHED_GROUPS_ENV, Settings, group_names
 
 DEFAULT_METRICS_PORT = 9308
 
@@ -34,6 +37,9 @@ def add_metrics_commands(commands) -> None:
                       "a .prom file in its --collector.textfile.directory")
     once.add_argument("--format", choices=("prometheus", "openmetrics"), default="prometheus",
                       help="Prometheus's text format 0.0.4, which node_exporter reads (default), or OpenMetrics 1.0.0")
+    once.add_argument("--alerting-rules", action="store_true",
+                      help="print Prometheus alerting rules for these metrics instead (a file for Prometheus's "
+                      "rule_files; reads no lake)")
     _common(once)
     once.set_defaults(run=_metrics)
 
@@ -41,8 +47,16 @@ def add_metrics_commands(commands) -> None:
 def _common(parser) -> None:
     add_home_option(parser)
     parser.add_argument("--within", type=hours, default=float(DEFAULT_WITHIN_HOURS), metavar="DURATION",
-                        help="horizon of offsets_platform_offsets_expiring, e.g. 24h, 90m, 7d "
+                        help="horizon of offsets_platform_offsets_expiring and _messages_at_risk, e.g. 24h, 90m, 7d "
                         f"(default {DEFAULT_WITHIN_HOURS}h)")
+    parser.add_argument("--watch", action="append", default=[], metavar="GROUP",
+                        help="a group whose expiring offsets alert (offsets_platform_watched_group), a name or a "
+                        f"pattern like 'pay-*' (repeatable, or comma-separated); default ${WATCHED_GROUPS_ENV}")
+
+
+def _watched(args) -> tuple[str, ...]:
+    """--watch, else the alerts' own setting, so that both kinds of alerts watch the same groups."""
+    return group_names(*args.watch) if args.watch else group_names(os.environ.get(WATCHED_GROUPS_ENV, ""))
 
 
 def _metrics_server(args, settings: Settings) -> int:
@@ -52,7 +66,7 @@ def _metrics_server(args, settings: Settings) -> int:
     # SIGTERM stops it like Ctrl-C: the socket is closed and the exit code is 0.
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        serve_metrics(lake, args.host, args.port, args.within, on_ready=lambda server: print(
+        serve_metrics(lake, args.host, args.port, args.within, _watched(args), on_ready=lambda server: print(
             f"serving the metrics of the lake in {lake.root} on http://{args.host}:{server.server_port}/metrics; "
             "Ctrl-C or SIGTERM stops it", flush=True))
     except OSError as error:  # the port is taken, or the address is not this machine's
@@ -67,10 +81,12 @@ def _interrupt(signum, frame) -> None:
 
 
 def _metrics(args, settings: Settings) -> int:
+    if args.alerting_rules:
+        return _alerting_rules(args)
     from offsets_platform.metrics import exposition
 
     lake = lake_of(args, settings, must_exist=True)
-    text = exposition(lake, args.within, openmetrics=args.format == "openmetrics")
+    text = exposition(lake, args.within, openmetrics=args.format == "openmetrics", watched_groups=_watched(args))
     if args.textfile is None:
         sys.stdout.write(text)
         return 0
@@ -82,4 +98,15 @@ def _metrics(args, settings: Settings) -> int:
         return 1
     write_textfile(path, text)
     print(f"wrote the metrics of the lake in {lake.root} to {path}", file=sys.stderr)
+    return 0
+
+
+def _alerting_rules(args) -> int:
+    from offsets_platform.metrics.rules import alerting_rules
+
+    if args.textfile is not None:  # the rules are no metrics: node_exporter would reject the file
+        print("error: --alerting-rules prints the rules; redirect them to a file of Prometheus's rule_files "
+              "rather than --textfile", file=sys.stderr)
+        return 1
+    sys.stdout.write(alerting_rules())
     return 0

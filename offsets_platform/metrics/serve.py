@@ -3,61 +3,70 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Sequence
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import make_wsgi_app
 
 from offsets_platform.lake import Lake
-from offsets_platform.metrics import OPENMETRICS_CONTENT_TYPE, PROMETHEUS_CONTENT_TYPE, exposition
+from offsets_platform.metrics.collector import lake_registry
+
+METRICS_PATH = "/metrics"
 
 
-def metrics_server(lake: Lake, host: str, port: int, within_hours: float) -> HTTPServer:
-    """A server answering GET /metrics with the lake read anew. One request at a time: a scrape
-    reads a few small tables, and serving them in turn keeps the tables' handles (`Lake` catches
-    them up between reads) out of reach of two threads at once."""
+def metrics_app(lake: Lake, within_hours: float, watched_groups: Sequence[str] = ()) -> Callable:
+    """A WSGI app answering GET /metrics with the lake read anew: prometheus_client's, which picks
+    OpenMetrics or the 0.0.4 format by the Accept header (Prometheus asks for OpenMetrics; curl and
+    older scrapers get the format every scraper reads). Around it, what prometheus_client's app
+    does not do: other paths are not found, and a lake that cannot be read is answered 500 with the
+    reason, so that the scraper records a failed scrape (up 0) rather than an all-clear."""
+    exporter = make_wsgi_app(lake_registry(lake, within_hours, watched_groups))
 
-    class Handler(BaseHTTPRequestHandler):
-        timeout = 30  # a client that opens a connection and sends nothing does not hold the server
+    def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != METRICS_PATH:
+            return _plain(start_response, "404 Not Found", f"only {METRICS_PATH} is served here\n")
+        if not lake.is_present():  # moved or deleted since: its tables would read as empty, an all-clear
+            return _plain(start_response, "500 Internal Server Error", f"there is no lake in {lake.root} any more\n")
+        try:
+            return exporter(environ, start_response)
+        except Exception as error:  # the log says why; prometheus_client has not answered yet
+            environ["wsgi.errors"].write(f"reading the lake failed: {type(error).__name__}: {error}\n")
+            return _plain(start_response, "500 Internal Server Error",
+                          f"reading the lake in {lake.root} failed: {error}\n")
 
-        def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] != "/metrics":
-                self._answer(404, "text/plain; charset=utf-8", "only /metrics is served here\n")
-                return
-            # Prometheus asks for OpenMetrics; curl and older scrapers get the format every scraper reads.
-            openmetrics = "application/openmetrics-text" in self.headers.get("Accept", "")
-            if not lake.is_present():  # moved or deleted since: its tables would read as empty, an all-clear
-                self._answer(500, "text/plain; charset=utf-8", f"there is no lake in {lake.root} any more\n")
-                return
-            try:
-                text = exposition(lake, within_hours, openmetrics=openmetrics)
-            except Exception as error:  # the scraper records a failed scrape (up 0); the log says why
-                self.log_message("reading the lake failed: %s", f"{type(error).__name__}: {error}")
-                self._answer(500, "text/plain; charset=utf-8", f"reading the lake in {lake.root} failed: {error}\n")
-                return
-            self._answer(200, OPENMETRICS_CONTENT_TYPE if openmetrics else PROMETHEUS_CONTENT_TYPE, text)
-
-        def _answer(self, status: int, content_type: str, body: str) -> None:
-            data = body.encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args) -> None:
-            # successful scrapes every few seconds would bury the failures
-            if not (len(args) >= 2 and str(args[1]) == "200"):
-                sys.stderr.write(f"{self.address_string()} - {format % args}\n")
-
-    return HTTPServer((host, port), Handler)
+    return app
 
 
-def serve_metrics(lake: Lake, host: str, port: int, within_hours: float,
-                  on_ready: Callable[[HTTPServer], None] = lambda server: None) -> None:
+def metrics_server(lake: Lake, host: str, port: int, within_hours: float,
+                   watched_groups: Sequence[str] = ()) -> WSGIServer:
+    """A server of `metrics_app`. One request at a time (wsgiref's server, not prometheus_client's
+    threading one): a scrape reads a few small tables, and serving them in turn keeps the tables'
+    handles (`Lake` catches them up between reads) out of reach of two threads at once."""
+    return make_server(host, port, metrics_app(lake, within_hours, watched_groups), server_class=WSGIServer,
+                       handler_class=_QuietOnSuccess)
+
+
+class _QuietOnSuccess(WSGIRequestHandler):
+    timeout = 30  # a client that opens a connection and sends nothing does not hold the server
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        # successful scrapes every few seconds would bury the failures
+        if str(code) != "200":
+            super().log_request(code, size)
+
+
+def _plain(start_response: Callable, status: str, body: str) -> list[bytes]:
+    data = body.encode("utf-8")
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(data)))])
+    return [data]
+
+
+def serve_metrics(lake: Lake, host: str, port: int, within_hours: float, watched_groups: Sequence[str] = (),
+                  on_ready: Callable[[WSGIServer], None] = lambda server: None) -> None:
     """Serve until interrupted (KeyboardInterrupt, which the caller also raises on SIGTERM)."""
-    server = metrics_server(lake, host, port, within_hours)
+    server = metrics_server(lake, host, port, within_hours, watched_groups)
     try:
         on_ready(server)
         server.serve_forever()

@@ -12,7 +12,7 @@ import urllib.request
 import pytest
 
 from offsets_platform.cli import main
-from offsets_platform.metrics import Family, exposition, render
+from offsets_platform.metrics import exposition
 from offsets_platform.metrics.serve import metrics_server, write_textfile
 from tests.metrics.helpers import AWKWARD, fill, key, samples, write
 from tests.test_summary import at
@@ -75,6 +75,41 @@ def test_expiring_counts_partitions_within_the_horizon_due_ones_included(filled)
     assert not [name for name, labels in found if dict(labels).get("group_id") == "busy" and "expiring" in name]
 
 
+def test_messages_at_risk_are_the_unread_ones_retention_deletes_within_the_horizon(filled):
+    write(filled, "retention_forecast", [
+        {"group_id": "busy", "topic": "t", "partition_id": 0, "unread_in_log": 5, "hours_left": 2.0},
+        {"group_id": "busy", "topic": "t", "partition_id": 1, "unread_in_log": 9, "hours_left": -1.0},  # due now
+        {"group_id": AWKWARD, "topic": "t", "partition_id": 0, "unread_in_log": 4, "hours_left": 30.0},
+        {"group_id": "busy", "topic": "old", "partition_id": 0, "unread_in_log": 6, "hours_left": 1.0}])
+    # busy left topic old: its offsets there are abandoned, no one's backlog
+    write(filled, "expirable_offsets", [{"group_id": "busy", "topic": "old", "partition_id": 0,
+                                         "rule": "unsubscribed_topic", "is_abandoned": True, "hours_until_expiry": 9.0}])
+
+    def at_risk(within_hours: float) -> dict:
+        return {(dict(labels)["group_id"], dict(labels)["topic"], dict(labels)["partition_id"]): value
+                for (name, labels), value in samples(exposition(filled, within_hours)).items()
+                if name == P + "messages_at_risk"}
+
+    assert at_risk(24) == {("busy", "t", "0"): 5, ("busy", "t", "1"): 9}
+    assert at_risk(48) == {("busy", "t", "0"): 5, ("busy", "t", "1"): 9, (AWKWARD, "t", "0"): 4}
+
+
+def test_the_watched_groups_are_marked_for_the_expiry_alerting_rule(filled, capsys, monkeypatch):
+    def watched(text: str) -> set[str]:
+        return {dict(labels)["group_id"] for (name, labels), value in samples(text).items()
+                if name == P + "watched_group" and value == 1}
+
+    assert watched(exposition(filled)) == set()  # none watched: no expiry alerts, as the alerts' own
+    assert watched(exposition(filled, watched_groups=("we*", "nobody"))) == {AWKWARD}  # the lake's groups only
+    # the commands: --watch, else the alerts' setting
+    monkeypatch.setenv("OFFSETS_PLATFORM_ALERT_WATCHED_GROUPS", "busy, other")
+    home = str(filled.root.parent)
+    assert main(["metrics", "--home", home]) == 0
+    assert watched(capsys.readouterr().out) == {"busy"}
+    assert main(["metrics", "--home", home, "--watch", "we*", "--watch", "busy,x"]) == 0
+    assert watched(capsys.readouterr().out) == {AWKWARD, "busy"}
+
+
 def test_the_times_of_the_latest_refresh_ingest_and_snapshot(filled):
     found = samples(exposition(filled))
     assert found[key(P + "models_last_run_timestamp_seconds")] == at(20).timestamp()
@@ -92,37 +127,27 @@ def test_a_lake_without_models_declares_the_families_and_claims_nothing(lake):
     assert not lake.exists("coordinator_metrics") and list(lake.root.iterdir()) == []  # reading wrote nothing
 
 
-def test_label_values_and_help_are_escaped_in_both_formats():
-    family = Family("x", "counter", 'says "hi" \\ and\nmore')
-    family.add(1, group_id=AWKWARD)
-    family.add(2.5, group_id="plain")
-    assert render([family]).splitlines() == [
-        '# HELP x says \\"hi\\" \\\\ and\\nmore',
-        "# TYPE x counter",
-        'x_total{group_id="we\\"ird\\\\group\\nname"} 1',
-        'x_total{group_id="plain"} 2.5',
-        "# EOF"]
-    # Prometheus's text format 0.0.4: the counter's family carries _total, HELP leaves quotes alone, no EOF
-    assert render([family], openmetrics=False).splitlines()[:3] == [
-        '# HELP x_total says "hi" \\\\ and\\nmore',
-        "# TYPE x_total counter",
-        'x_total{group_id="we\\"ird\\\\group\\nname"} 1']
-    assert samples(render([family]))[key("x_total", group_id=AWKWARD)] == 1
+@pytest.mark.parametrize("openmetrics", [True, False])
+def test_label_values_are_escaped_and_counters_named_as_each_format_wants(filled, openmetrics):
+    text = exposition(filled, openmetrics=openmetrics)
+    lines = text.splitlines()
+    # the awkward group's name: backslash, double quote and line feed escaped, in both formats
+    assert 'offsets_platform_non_consumed_total{group_id="we\\"ird\\\\group\\nname",partition_id="0",topic="t"} 3.0' \
+        in lines
+    assert samples(text)[key(P + "non_consumed_total", group_id=AWKWARD, topic="t", partition_id=0)] == 3
+    # OpenMetrics names a counter's family without _total and ends with # EOF; 0.0.4 does neither
+    family = P + "offset_commits" if openmetrics else P + "offset_commits_total"
+    assert f"# TYPE {family} counter" in lines and lines[lines.index(f"# TYPE {family} counter") + 1] \
+        == P + "offset_commits_total 42.0"
+    assert (lines[-1] == "# EOF") == openmetrics
 
 
-def test_special_values_and_what_a_scraper_would_reject():
-    family = Family("g", "gauge", "h")
-    for n, value in enumerate((float("inf"), float("-inf"), float("nan"), 7, True)):
-        family.add(value, n=n)
-    family.add(None, n=9)
-    assert [line.split()[-1] for line in render([family]).splitlines()[2:-1]] == ["+Inf", "-Inf", "NaN", "7", "1"]
-    family.add(1, n=0)
-    with pytest.raises(ValueError, match="two samples"):
-        render([family])
-    with pytest.raises(ValueError):
-        Family("x_total", "counter", "the suffix is added when rendered")
-    with pytest.raises(ValueError):
-        Family("x", "gauge", "h").add(1, **{"bad-name": "v"})
+def test_two_samples_with_the_same_labels_are_refused_before_a_scraper_sees_them(filled):
+    # a consumer_status row twice: one partition would have two series of one status
+    write(filled, "consumer_status", [{"group_id": "busy", "topic": "t", "partition_id": 1, "status": "OK",
+                                       "rule": "caught_up", "group_status": "ERR"}])
+    with pytest.raises(ValueError, match="offsets_platform_consumer_partition_status: two samples"):
+        exposition(filled)
 
 
 def test_metrics_prints_or_writes_a_textfile_in_one_rename(filled, tmp_path, capsys):

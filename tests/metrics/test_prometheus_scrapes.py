@@ -8,69 +8,16 @@ models are tested on their own, and this test is about the way from a table to P
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from offsets_platform.metrics import exposition
-from offsets_platform.processes import free_loopback_port
 from tests.metrics.helpers import AWKWARD, fill, key, samples
+from tests.metrics.programs import ROOT, binary, get, query, running_exporter, running_prometheus
 
-ROOT = Path(__file__).resolve().parents[2]
 P = "offsets_platform_"
-
-
-def _binary(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is not installed: run .ci/install-debian-packages (`make test` runs it before pytest)")
-    return path
-
-
-def _start(command: list[str], log: Path) -> subprocess.Popen:
-    with open(log, "wb") as out:  # in a process group of its own, so stopping it stops all it started
-        return subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-
-
-def _get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return response.read()
-
-
-def _wait_for(what: str, check, process: subprocess.Popen, log: Path, timeout_s: float = 30):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"{what}: the process exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            answer = check()
-            if answer:
-                return answer
-        except (urllib.error.URLError, ConnectionError):
-            pass
-        time.sleep(0.2)
-    pytest.fail(f"{what}: not within {timeout_s} s:\n{log.read_text()}")
 
 
 @pytest.fixture(scope="module")
@@ -85,17 +32,8 @@ def gold_lake(tmp_path_factory):
 @pytest.fixture(scope="module")
 def exporter(gold_lake, tmp_path_factory):
     """`offsets-platform metrics-server` on the lake, on a free loopback port: its address."""
-    port = free_loopback_port()
-    log = tmp_path_factory.mktemp("exporter") / "exporter.log"
-    process = _start([sys.executable, "-m", "offsets_platform.cli", "metrics-server", "--home",
-                      str(gold_lake.root.parent), "--port", str(port), "--within", "2d"], log)
-    try:
-        address = f"127.0.0.1:{port}"
-        _wait_for("the metrics server answers", lambda: _get(f"http://{address}/metrics"), process, log)
+    with running_exporter(gold_lake, tmp_path_factory.mktemp("exporter"), "--within", "2d") as address:
         yield address
-    finally:
-        _stop(process)
-    assert process.returncode == 0, log.read_text()  # SIGTERM is a clean stop
 
 
 @pytest.fixture(scope="module")
@@ -104,39 +42,15 @@ def prometheus(exporter, tmp_path_factory):
     config = json.dumps({  # YAML reads JSON
         "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
         "scrape_configs": [{"job_name": "offsets_platform", "static_configs": [{"targets": [exporter]}]}]})
-    with _running_prometheus(config, tmp_path_factory.mktemp("prometheus")) as url:
+    with running_prometheus(config, tmp_path_factory.mktemp("prometheus")) as url:
         yield url
-
-
-@contextmanager
-def _running_prometheus(config: str, folder: Path):
-    """Prometheus with this configuration, once its job offsets_platform has scraped: its URL, until closed."""
-    (folder / "prometheus.yml").write_text(config)
-    port = free_loopback_port()
-    log = folder / "prometheus.log"
-    process = _start([_binary("prometheus"), f"--config.file={folder / 'prometheus.yml'}",
-                      f"--storage.tsdb.path={folder / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                      "--log.level=warn"], log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for("Prometheus scrapes the exporter",
-                  lambda: [s for s in _query(url, 'up{job="offsets_platform"}') if s["value"][1] == "1"], process, log)
-        yield url
-    finally:
-        _stop(process)
-
-
-def _query(url: str, promql: str) -> list[dict]:
-    answer = json.loads(_get(f"{url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})))
-    assert answer["status"] == "success", answer
-    return answer["data"]["result"]
 
 
 def test_prometheus_holds_the_gold_tables_numbers(prometheus, exporter, gold_lake):
     stored = {}
     # A range rather than an instant: a later scrape that timed out on a busy machine marks every
     # series stale at once, and a range keeps the values scraped before it.
-    for series in _query(prometheus, '{__name__=~"offsets_platform_.*"}[1m]'):
+    for series in query(prometheus, '{__name__=~"offsets_platform_.*"}[1m]'):
         labels = dict(series["metric"])
         name = labels.pop("__name__")
         assert (labels.pop("job"), labels.pop("instance")) == ("offsets_platform", exporter)
@@ -158,10 +72,10 @@ def test_prometheus_holds_the_gold_tables_numbers(prometheus, exporter, gold_lak
 
 
 def test_prometheus_reports_the_scrape_healthy_in_openmetrics(prometheus):
-    (target,) = json.loads(_get(f"{prometheus}/api/v1/targets"))["data"]["activeTargets"]
+    (target,) = json.loads(get(f"{prometheus}/api/v1/targets"))["data"]["activeTargets"]
     assert (target["health"], target["lastError"]) == ("up", "")
     # A counter's family is named without _total only in OpenMetrics: Prometheus asked for it and read it.
-    metadata = json.loads(_get(f"{prometheus}/api/v1/metadata?metric={P}offset_commits"))["data"]
+    metadata = json.loads(get(f"{prometheus}/api/v1/metadata?metric={P}offset_commits"))["data"]
     assert [(m["type"], "coordinator_metrics" in m["help"]) for m in metadata[P + "offset_commits"]] \
         == [("counter", True)]
 
@@ -171,7 +85,7 @@ def test_promtool_accepts_the_textfile(gold_lake, tmp_path):
     done = subprocess.run([sys.executable, "-m", "offsets_platform.cli", "metrics", "--home", str(gold_lake.root.parent),
                            "--textfile", str(textfile)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    check = subprocess.run([_binary("promtool"), "check", "metrics"], input=textfile.read_text(),
+    check = subprocess.run([binary("promtool"), "check", "metrics"], input=textfile.read_text(),
                            capture_output=True, text=True, timeout=60)
     assert check.returncode == 0 and not check.stdout.strip() and not check.stderr.strip(), check
 
@@ -183,10 +97,10 @@ def test_the_docs_relabelling_gives_dashboards_the_old_label_names_too(exporter,
     config = docs.split("## Label names changed in 0.2.0", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     assert "metric_relabel_configs" in config and '"127.0.0.1:9308"' in config and "scrape_interval: 1m" in config
     config = config.replace('"127.0.0.1:9308"', json.dumps(exporter)).replace("scrape_interval: 1m", "scrape_interval: 1s")
-    with _running_prometheus("global: {scrape_interval: 1s, scrape_timeout: 1s}\n" + config, tmp_path) as url:
+    with running_prometheus("global: {scrape_interval: 1s, scrape_timeout: 1s}\n" + config, tmp_path) as url:
         # a range, as above: a later scrape that timed out would leave no instant value
         stored = {}
-        for series in _query(url, '{__name__=~"offsets_platform_.*"}[1m]'):
+        for series in query(url, '{__name__=~"offsets_platform_.*"}[1m]'):
             labels = dict(series["metric"])
             name = labels.pop("__name__")
             labels.pop("job"), labels.pop("instance")
