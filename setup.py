@@ -26,7 +26,7 @@ setup(
         # the log4j configurations of the embedded broker and of Kafka's tools
         "offsets_platform.broker": ["*.properties"],
         # the Prometheus alerting rules `offsets-platform metrics --alerting-rules` prints
-        "offsets_platform.metrics": ["alerting_rules.yml"],
+        "offsets_platform.views.metrics": ["alerting_rules.yml"],
         # the poms of the Java jars `offsets-platform install-jars` fetches
         "offsets_platform.jars": ["*.pom.xml"],
         # the Dagster instance settings `make ui` copies into a new home

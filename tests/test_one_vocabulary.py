@@ -11,7 +11,7 @@ import pytest
 
 from offsets_platform.views.alerts import changes, evaluate, payload
 from offsets_platform.cli import main
-from offsets_platform.metrics import exposition
+from offsets_platform.views.metrics import exposition
 from offsets_platform.settings import AlertSettings
 from tests.metrics.helpers import AWKWARD, fill, samples, write
 

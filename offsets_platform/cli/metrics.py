@@ -60,7 +60,7 @@ def _watched(args) -> tuple[str, ...]:
 
 
 def _metrics_server(args, settings: Settings) -> int:
-    from offsets_platform.metrics.serve import serve_metrics
+    from offsets_platform.views.metrics.serve import serve_metrics
 
     lake = lake_of(args, settings, must_exist=True)
     # SIGTERM stops it like Ctrl-C: the socket is closed and the exit code is 0.
@@ -83,14 +83,14 @@ def _interrupt(signum, frame) -> None:
 def _metrics(args, settings: Settings) -> int:
     if args.alerting_rules:
         return _alerting_rules(args)
-    from offsets_platform.metrics import exposition
+    from offsets_platform.views.metrics import exposition
 
     lake = lake_of(args, settings, must_exist=True)
     text = exposition(lake, args.within, openmetrics=args.format == "openmetrics", watched_groups=_watched(args))
     if args.textfile is None:
         sys.stdout.write(text)
         return 0
-    from offsets_platform.metrics.serve import write_textfile
+    from offsets_platform.views.metrics.serve import write_textfile
 
     path = Path(args.textfile)
     if not path.parent.is_dir():
@@ -102,7 +102,7 @@ def _metrics(args, settings: Settings) -> int:
 
 
 def _alerting_rules(args) -> int:
-    from offsets_platform.metrics.rules import alerting_rules
+    from offsets_platform.views.metrics.rules import alerting_rules
 
     if args.textfile is not None:  # the rules are no metrics: node_exporter would reject the file
         print("error: --alerting-rules prints the rules; redirect them to a file of Prometheus's rule_files "

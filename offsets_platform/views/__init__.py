@@ -8,7 +8,8 @@ candidates from here instead.
 - `from_lake` and `from_broker`: one group or all of them as `GroupView` (`groups`, `describe`,
   `expiring`, `lost`), from the models' tables or from the broker now;
 - `summary`: the command line's summaries and the headline;
-- `report`: the HTML report and its Plotly figures; `alerts`: the alert rules and their webhook.
+- `report`: the HTML report and its Plotly figures; `metrics`: the Prometheus metrics and their
+  alerting rules; `alerts`: the alert conditions and their webhook.
 
 Two sources give one shape, `GroupView`:
 - `from_lake`: the models' silver and gold tables, read with delta-rs's SQL engine (a fraction

@@ -1,4 +1,4 @@
-"""The Prometheus alerting rules the package ships (offsets_platform/metrics/alerting_rules.yml):
+"""The Prometheus alerting rules the package ships (offsets_platform/views/metrics/alerting_rules.yml):
 `promtool check rules` accepts them and rejects a broken copy, `promtool test rules` passes on
 tests/metrics/alerting_rules_test.yml and fails when a rule's condition is changed, and end to end
 a real Prometheus evaluates them on `offsets-platform metrics-server` and a real Alertmanager
@@ -24,13 +24,13 @@ import pytest
 import yaml
 
 from offsets_platform.cli import main
-from offsets_platform.metrics import collect
-from offsets_platform.metrics.rules import alerting_rules
+from offsets_platform.views.metrics import collect
+from offsets_platform.views.metrics.rules import alerting_rules
 from offsets_platform.processes import free_loopback_port
 from tests.metrics.helpers import AWKWARD, fill, write
 from tests.metrics.programs import ROOT, binary, get, query, running_exporter, running_prometheus, start, stop, wait_for
 
-RULES = ROOT / "offsets_platform" / "metrics" / "alerting_rules.yml"
+RULES = ROOT / "offsets_platform" / "views" / "metrics" / "alerting_rules.yml"
 RULES_TEST = ROOT / "tests" / "metrics" / "alerting_rules_test.yml"
 ALERTS = {"OffsetsPlatformMessagesAtRisk", "OffsetsPlatformWatchedOffsetsExpiring", "OffsetsPlatformConsumerStatus",
           "OffsetsPlatformStaleRefresh"}
@@ -83,7 +83,7 @@ def test_promtool_unit_tests_of_the_rules_pass():
 
 
 # A change to each rule's condition, and the alert whose unit test must then fail: the unit tests
-# hold each rule to what it mirrors of offsets_platform/alerts.py.
+# hold each rule to what it mirrors of offsets_platform/views/alerts.py.
 MUTATIONS = {
     "at risk also where the group catches up": (
         '{status="OK"} == 1', '{status="NONE"} == 1', "OffsetsPlatformMessagesAtRisk"),
@@ -100,7 +100,7 @@ MUTATIONS = {
 @pytest.mark.parametrize("old, new, alert", MUTATIONS.values(), ids=MUTATIONS.keys())
 def test_promtool_unit_tests_fail_when_a_rule_changes(tmp_path, old, new, alert):
     # the same layout as the repository's, so the test file's rule_files path finds the copy
-    rules = tmp_path / "offsets_platform" / "metrics" / "alerting_rules.yml"
+    rules = tmp_path / "offsets_platform" / "views" / "metrics" / "alerting_rules.yml"
     rules_test = tmp_path / "tests" / "metrics" / "alerting_rules_test.yml"
     rules.parent.mkdir(parents=True)
     rules_test.parent.mkdir(parents=True)

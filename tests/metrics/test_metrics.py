@@ -12,8 +12,8 @@ import urllib.request
 import pytest
 
 from offsets_platform.cli import main
-from offsets_platform.metrics import exposition
-from offsets_platform.metrics.serve import metrics_server, write_textfile
+from offsets_platform.views.metrics import exposition
+from offsets_platform.views.metrics.serve import metrics_server, write_textfile
 from tests.metrics.helpers import AWKWARD, fill, key, samples, write
 from tests.test_summary import at
 

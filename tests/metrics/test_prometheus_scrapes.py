@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from offsets_platform.metrics import exposition
+from offsets_platform.views.metrics import exposition
 from tests.metrics.helpers import AWKWARD, fill, key, samples
 from tests.metrics.programs import ROOT, binary, get, query, running_exporter, running_prometheus
 

@@ -12,7 +12,7 @@ import pytest
 
 from offsets_platform.views import attention
 from offsets_platform.views.alerts import messages_at_risk
-from offsets_platform.metrics import exposition
+from offsets_platform.views.metrics import exposition
 from offsets_platform.views.report.figures import lag_heatmap_figure, retention_figure
 from offsets_platform.views.from_lake import describe_group, list_groups, lost
 from tests.metrics.helpers import samples, sums_by_group

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from offsets_platform.views import attention
-from offsets_platform.metrics import exposition
+from offsets_platform.views.metrics import exposition
 from offsets_platform.views.from_lake import describe_group, lost
 from tests.metrics.helpers import samples
 

@@ -15,7 +15,7 @@ import pytest
 from offsets_platform_dagster.key_numbers import key_numbers as dagster_key_numbers
 from offsets_platform.views.alerts import messages_lost
 from offsets_platform.views.attention import NOT_ABANDONED
-from offsets_platform.metrics import exposition
+from offsets_platform.views.metrics import exposition
 from offsets_platform.models.project import lake_for_models
 from offsets_platform.models.runner import ModelRunner
 from offsets_platform.views.report import FIGURES, key_numbers

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from offsets_platform.cli import main
-from offsets_platform.metrics import exposition
+from offsets_platform.views.metrics import exposition
 from offsets_platform.views.summary import headline, models_summary
 from offsets_platform.views.from_lake import describe_group, last_resets
 from tests.metrics.helpers import key, samples

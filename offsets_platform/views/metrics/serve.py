@@ -11,7 +11,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import make_wsgi_app
 
 from offsets_platform.lake import Lake
-from offsets_platform.metrics.collector import lake_registry
+from offsets_platform.views.metrics.collector import lake_registry
 
 METRICS_PATH = "/metrics"
 

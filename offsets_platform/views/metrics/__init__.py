@@ -16,8 +16,8 @@ from prometheus_client.openmetrics.exposition import generate_latest as generate
 
 from offsets_platform.views.attention import DEFAULT_WITHIN_HOURS
 from offsets_platform.lake import Lake
-from offsets_platform.metrics.collector import lake_registry
-from offsets_platform.metrics.from_lake import collect
+from offsets_platform.views.metrics.collector import lake_registry
+from offsets_platform.views.metrics.from_lake import collect
 
 __all__ = ["DEFAULT_WITHIN_HOURS", "collect", "exposition", "lake_registry"]
 

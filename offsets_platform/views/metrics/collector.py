@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from offsets_platform.lake import Lake
-from offsets_platform.metrics.from_lake import Family, collect
+from offsets_platform.views.metrics.from_lake import Family, collect
 
 
 class LakeCollector(Collector):
