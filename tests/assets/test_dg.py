@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from dagster import AssetKey, AssetMaterialization, DagsterInstance
 from dagster._core.definitions.assets.job.asset_job import is_reserved_asset_job_name
 
 from offsets_platform_dagster.automation import AUTOMATION_ENV, REFRESH_CRON_ENV
@@ -95,88 +96,159 @@ def _as_from_a_terminal():
     os.setsid()
 
 
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read().decode()
+class DgDev:
+    """`dg dev` on a free loopback port, in a process group of its own."""
 
+    def __init__(self, env: dict, home: Path):
+        self.env = {**env, AUTOMATION_ENV: "stopped",  # no schedule or sensor of the daemon's starts a run
+                    # the freshness daemon evaluates every 5 s instead of every 30 s
+                    "FRESHNESS_DAEMON_INTERVAL_SECONDS": "5"}
+        self.port = free_loopback_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = home / "dg-dev.log"
+        with self.log_path.open("w") as out:
+            self.process = subprocess.Popen(
+                [str(DG), "dev", "--host", "127.0.0.1", "--port", str(self.port)], cwd=ROOT, env=self.env,
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_as_from_a_terminal)
+        self.location: dict | None = None
 
-def _graphql(url: str, query: str) -> dict:
-    request = urllib.request.Request(url + "/graphql", data=json.dumps({"query": query}).encode(),
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        answer = json.loads(response.read())
-    assert not answer.get("errors"), answer["errors"]
-    return answer["data"]
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
 
-
-def _group(pgid: int) -> list[psutil.Process]:
-    members = []
-    for process in psutil.process_iter():
-        try:
-            if os.getpgid(process.pid) == pgid:
-                members.append(process)
-        except (ProcessLookupError, PermissionError):
-            pass
-    return members
-
-
-def test_dg_dev_serves_the_deployment_on_loopback_and_stops_on_ctrl_c(dg_env, tmp_path):
-    port = free_loopback_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path / "dg-dev.log"
-    env = {**dg_env, AUTOMATION_ENV: "stopped"}  # no schedule or sensor of the daemon's starts a run
-    with log.open("w") as out:
-        dev = subprocess.Popen([str(DG), "dev", "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT, env=env,
-                               stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               preexec_fn=_as_from_a_terminal)
-    try:
+    def wait_until_served(self) -> dict:
+        """The code location, once the UI has loaded it."""
         deadline = time.monotonic() + STARTUP_S
-        location = None
-        while location is None:
-            assert dev.poll() is None, f"dg dev exited with {dev.returncode}:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"dg dev did not serve {LOCATION} within {STARTUP_S} s:\n" \
-                                                f"{log.read_text()[-3000:]}"
+        while self.location is None:
+            assert self.process.poll() is None, f"dg dev exited with {self.process.returncode}:\n{self.log()}"
+            assert time.monotonic() < deadline, f"dg dev did not serve {LOCATION} within {STARTUP_S} s:\n{self.log()}"
             try:
-                info = json.loads(_get(url + "/server_info"))
-                entries = _graphql(url, _WORKSPACE_QUERY)["workspaceOrError"]["locationEntries"]
+                json.loads(self.get("/server_info"))
+                entries = self.graphql(_WORKSPACE_QUERY)["workspaceOrError"]["locationEntries"]
             except (OSError, ValueError, KeyError):
                 time.sleep(0.5)
                 continue
             names = [entry["name"] for entry in entries]
             assert names == [LOCATION], f"dg dev serves {names}, not workspace.yaml's location {LOCATION}"
             if entries[0]["loadStatus"] == "LOADED":
-                location = entries[0]["locationOrLoadError"]
+                self.location = entries[0]["locationOrLoadError"]
             else:
                 time.sleep(0.5)
-        assert info["dagster_version"] == info["dagster_webserver_version"]
-        assert location["__typename"] == "RepositoryLocation", location
-        (repository,) = location["repositories"]
-        assert repository["name"] == REPOSITORY.name
-        assert {job["name"] for job in repository["jobs"]} == {job.name for job in REPOSITORY.get_all_jobs()}
-        assert {(s["name"], s["cronSchedule"]) for s in repository["schedules"]} == {
-            (s.name, s.cron_schedule) for s in REPOSITORY.schedule_defs}
-        assert {sensor["name"] for sensor in repository["sensors"]} == {s.name for s in REPOSITORY.sensor_defs}
+        return self.location
 
-        group = _group(dev.pid)
-        listening = {connection.laddr for process in group for connection in _listening(process)}
-        assert ("127.0.0.1", port) in listening and all(address.ip == "127.0.0.1" for address in listening
-                                                        if address.port == port), listening
+    def get(self, path: str) -> str:
+        with urllib.request.urlopen(self.url + path, timeout=10) as response:
+            return response.read().decode()
 
-        os.killpg(dev.pid, signal.SIGINT)  # Ctrl-C in its terminal
-        stopping = time.monotonic()
+    def graphql(self, query: str) -> dict:
+        request = urllib.request.Request(self.url + "/graphql", data=json.dumps({"query": query}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            answer = json.loads(response.read())
+        assert not answer.get("errors"), answer["errors"]
+        return answer["data"]
+
+    def group(self) -> list[psutil.Process]:
+        members = []
+        for process in psutil.process_iter():
+            try:
+                if os.getpgid(process.pid) == self.process.pid:
+                    members.append(process)
+            except (ProcessLookupError, PermissionError):
+                pass
+        return members
+
+    def kill(self) -> None:
+        """Whatever is left of its process group, at once."""
         try:
-            dev.wait(timeout=STOP_S)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"dg dev still running {STOP_S} s after Ctrl-C:\n{log.read_text()[-3000:]}")
-        _, alive = psutil.wait_procs(group, timeout=max(1.0, STOP_S - (time.monotonic() - stopping)))
-        assert not alive, f"still running after dg dev stopped: {[p.pid for p in alive]}"
-        assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
-    finally:  # after a failure: whatever is left of its process group
-        try:
-            os.killpg(dev.pid, signal.SIGKILL)
+            os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        dev.wait(timeout=30)
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def dg_dev(tmp_path_factory):
+    home = tmp_path_factory.mktemp("dg-dev")
+    dagster_home = home / "dagster"
+    dagster_home.mkdir()
+    shutil.copy(ROOT / "assets" / "dagster.yaml", dagster_home / "dagster.yaml")
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "OFFSETS_PLATFORM_HOME": str(home / "platform"),
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    dev = DgDev(env, home)
+    try:
+        yield dev
+    finally:  # stopped by the last test, or after a failure
+        dev.kill()
+
+
+def test_dg_dev_serves_the_deployment_on_loopback(dg_dev):
+    location = dg_dev.wait_until_served()
+    info = json.loads(dg_dev.get("/server_info"))
+    assert info["dagster_version"] == info["dagster_webserver_version"]
+    assert location["__typename"] == "RepositoryLocation", location
+    (repository,) = location["repositories"]
+    assert repository["name"] == REPOSITORY.name
+    assert {job["name"] for job in repository["jobs"]} == {job.name for job in REPOSITORY.get_all_jobs()}
+    assert "refresh" in {job["name"] for job in repository["jobs"]}
+    assert {(s["name"], s["cronSchedule"]) for s in repository["schedules"]} == {
+        (s.name, s.cron_schedule) for s in REPOSITORY.schedule_defs}
+    assert {sensor["name"] for sensor in repository["sensors"]} == {s.name for s in REPOSITORY.sensor_defs}
+    listening = {connection.laddr for process in dg_dev.group() for connection in _listening(process)
+                 if connection.laddr.port == dg_dev.port}
+    assert listening == {("127.0.0.1", dg_dev.port)}, f"the UI listens on {listening}, not on loopback only"
+
+
+def _freshness(dg_dev: DgDev, *names: str) -> dict:
+    keys = ", ".join(f'{{path: ["{name}"]}}' for name in names)
+    nodes = dg_dev.graphql(f"""{{ assetNodes(assetKeys: [{keys}]) {{ assetKey {{ path }}
+        internalFreshnessPolicy {{ __typename ... on TimeWindowFreshnessPolicy {{ failWindowSeconds warnWindowSeconds }} }}
+        freshnessStatusInfo {{ freshnessStatus }} }} }}""")["assetNodes"]
+    return {"/".join(node["assetKey"]["path"]): node for node in nodes}
+
+
+def test_dg_dev_shows_the_freshness_policies_and_its_daemon_evaluates_them(dg_dev):
+    dg_dev.wait_until_served()
+    daemons = dg_dev.graphql("{ instance { daemonHealth { allDaemonStatuses { daemonType required } } } }")
+    required = {d["daemonType"] for d in daemons["instance"]["daemonHealth"]["allDaemonStatuses"] if d["required"]}
+    assert "FRESHNESS_DAEMON" in required, required
+
+    graph = REPOSITORY.asset_graph
+    fresh, never, model, unwatched = "group_snapshots", "offset_commit_records", "consumer_lag", "cleanup_plans"
+    for name, node in _freshness(dg_dev, fresh, never, model).items():
+        policy = graph.get(AssetKey(name)).freshness_policy
+        assert node["internalFreshnessPolicy"] == {
+            "__typename": "TimeWindowFreshnessPolicy",
+            "failWindowSeconds": int(policy.fail_window.to_timedelta().total_seconds()),
+            "warnWindowSeconds": int(policy.warn_window.to_timedelta().total_seconds())}, name
+    assert _freshness(dg_dev, unwatched)[unwatched]["internalFreshnessPolicy"] is None
+
+    # One asset materialized now: the daemon finds it fresh; one never materialized stays unknown
+    # (its freshness check fails instead: tests/ui/test_definitions_and_automation.py).
+    with DagsterInstance.from_config(dg_dev.env["DAGSTER_HOME"]) as instance:
+        instance.report_runless_asset_event(AssetMaterialization(fresh))
+    deadline = time.monotonic() + 60
+    while (states := {name: node["freshnessStatusInfo"]["freshnessStatus"]
+                      for name, node in _freshness(dg_dev, fresh, never).items()})[fresh] != "HEALTHY":
+        assert time.monotonic() < deadline, f"the freshness daemon did not evaluate {fresh} within 60 s: {states}\n" \
+                                            f"{dg_dev.log()}"
+        time.sleep(1)
+    assert states[never] == "UNKNOWN", states
+
+
+def test_dg_dev_stops_on_ctrl_c_and_leaves_nothing_running(dg_dev):
+    dg_dev.wait_until_served()
+    group = dg_dev.group()
+    assert len(group) >= 4, "dg, the webserver, the daemon and the code server"
+    os.killpg(dg_dev.process.pid, signal.SIGINT)  # Ctrl-C in its terminal
+    stopping = time.monotonic()
+    try:
+        dg_dev.process.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"dg dev still running {STOP_S} s after Ctrl-C:\n{dg_dev.log()}")
+    _, alive = psutil.wait_procs(group, timeout=max(1.0, STOP_S - (time.monotonic() - stopping)))
+    assert not alive, f"still running after dg dev stopped: {[p.pid for p in alive]}"
+    assert "Dagster services shut down" in dg_dev.log(), dg_dev.log()
+    assert "Traceback" not in dg_dev.log_path.read_text(), dg_dev.log()
 
 
 def _listening(process: psutil.Process) -> list:
