@@ -57,7 +57,7 @@ def test_dg_check_defs_loads_the_deployment(dg_env):
 def test_dg_check_defs_fails_when_the_deployment_does_not_load(dg_env):
     # A cron that is none fails the definitions' load (assets/automation.py): dg loads ours.
     result = dg("check", "defs", env={**dg_env, REFRESH_CRON_ENV: "every 15 minutes"})
-    assert result.returncode != 0, result.stdout[-3000:]
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert REFRESH_CRON_ENV in result.stdout + result.stderr
 
 
