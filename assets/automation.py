@@ -1,14 +1,29 @@
-"""Automation: the scheduled refresh, the daily cleanup plan, and freshness checks on bronze.
+"""Automation: the scheduled refresh, the daily cleanup plan, and freshness: policies on bronze and
+the models, checks on bronze.
 
 - `refresh_schedule` runs the `refresh` job every 15 minutes (cron `OFFSETS_PLATFORM_REFRESH_CRON`).
   The scheduled runs leave out `cleanup_plans`, so that a plan is not proposed every 15 minutes,
   and a tick is skipped while an earlier `refresh` run has not finished.
 - `cleanup_plan_schedule` materializes `cleanup_plans` once a day through the `plan_cleanup` job
   (cron `OFFSETS_PLATFORM_CLEANUP_CRON`, default 06:00 UTC). A person still approves every plan.
-- A `freshness_check` on every bronze asset fails when the asset was not updated within
-  `OFFSETS_PLATFORM_INGEST_MAX_LAG_MINUTES` (default: two refresh intervals): ingest fell behind.
-  `freshness_checks_sensor` evaluates the checks between runs; `refresh` and `ingest` runs evaluate
-  them too, after updating bronze.
+- Every bronze asset has a freshness policy (Dagster's `FreshnessPolicy.time_window`) that fails
+  when the asset was not materialized within `OFFSETS_PLATFORM_INGEST_MAX_LAG_MINUTES` (default: two
+  refresh intervals): ingest fell behind. Every model has one whose window is two refresh
+  intervals. Both warn at three quarters of their window: by default, one scheduled refresh
+  missed. Dagster's freshness daemon (on by default, and in assets/dagster.yaml; `make ui`,
+  `dagster dev` and `dg dev` run it) evaluates the policies every 30 seconds, and the UI shows each
+  asset's freshness from them. That is all a policy does: the daemon records a change of state,
+  nothing runs, no check fails, nothing is blocked, and an asset never materialized is "unknown",
+  not failing.
+- A `freshness_check` on every bronze asset fails past the same window, and does what the policy
+  does not: it fails for a bronze table that was never written (ingest never ran), each evaluation
+  is an asset check result kept in the check's history with the last update and the allowed lag,
+  and it is evaluated in a run, so on any instance, also one without the freshness daemon or with
+  it turned off. `freshness_checks_sensor` evaluates the checks between runs; `refresh` runs
+  evaluate them too, after updating bronze (`ingest` runs leave every check out). They do not
+  block anything, and the project's alerts (assets/alerts.py) do not read them. The models have
+  the policy only: the same `refresh` runs write them after bronze, so when those runs stop the
+  bronze checks fail, and a refresh whose models fail is a failed run.
 
 These settings are read when the definitions load (a schedule's cron is part of its definition),
 unlike the run settings, which are read when a run starts. Schedules and the sensors (this one, and
@@ -28,10 +43,10 @@ from datetime import timedelta
 from typing import Mapping, Sequence
 
 from dagster import (AssetChecksDefinition, AssetKey, AssetSelection, AssetsDefinition, DagsterInvariantViolationError,
-                     DagsterRunStatus, DefaultScheduleStatus, DefaultSensorStatus, JobDefinition, RunRequest,
-                     RunsFilter, ScheduleDefinition, ScheduleEvaluationContext, SensorDefinition, SkipReason,
-                     SupersessionWarning, build_last_update_freshness_checks, build_sensor_for_freshness_checks,
-                     define_asset_job, in_process_executor, schedule)
+                     DagsterRunStatus, DefaultScheduleStatus, DefaultSensorStatus, FreshnessPolicy, JobDefinition,
+                     RunRequest, RunsFilter, ScheduleDefinition, ScheduleEvaluationContext, SensorDefinition,
+                     SkipReason, SupersessionWarning, apply_freshness_policy, build_last_update_freshness_checks,
+                     build_sensor_for_freshness_checks, define_asset_job, in_process_executor, schedule)
 from dagster._utils.schedules import get_smallest_cron_interval, is_valid_cron_string
 
 REFRESH_CRON_ENV = "OFFSETS_PLATFORM_REFRESH_CRON"
@@ -67,6 +82,8 @@ class Automation:
     cleanup_cron: str
     ingest_max_lag: timedelta
     prune_cron: str
+    bronze_freshness: FreshnessPolicy  # fails past ingest_max_lag
+    model_freshness: FreshnessPolicy  # fails past two refresh intervals
 
 
 def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], refreshed_keys: Sequence[AssetKey],
@@ -139,9 +156,9 @@ def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], ref
                         "lake.",
         ))
 
-    # Dagster 1.13 marks these factories superseded by FreshnessPolicy. A FreshnessPolicy is evaluated
-    # only by an instance that enables the freshness daemon, while these checks work on any instance
-    # and show under their assets, so they are kept (and the warning silenced).
+    # Dagster 1.13 marks these factories superseded by FreshnessPolicy. The policies (above) are on the
+    # assets; these checks are kept for what the policies do not do (the module's docstring says
+    # what), and the warning silenced.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=SupersessionWarning)
         freshness_checks = list(build_last_update_freshness_checks(assets=list(bronze_assets), lower_bound_delta=max_lag))
@@ -154,7 +171,21 @@ def build_automation(refresh_job, bronze_assets: Sequence[AssetsDefinition], ref
 
     return Automation(jobs=[plan_job], schedules=schedules, sensors=[freshness_sensor],
                       asset_checks=freshness_checks, refresh_cron=refresh_cron, cleanup_cron=cleanup_cron,
-                      ingest_max_lag=max_lag, prune_cron=prune_cron)
+                      ingest_max_lag=max_lag, prune_cron=prune_cron, bronze_freshness=freshness_policy(max_lag),
+                      model_freshness=freshness_policy(2 * get_smallest_cron_interval(refresh_cron, TIMEZONE)))
+
+
+def freshness_policy(fail_window: timedelta) -> FreshnessPolicy:
+    """Fails past `fail_window` since the last materialization; warns past three quarters of it, when
+    that is at least the minute Dagster's policies allow."""
+    warn_window = fail_window * 3 / 4
+    return FreshnessPolicy.time_window(fail_window=fail_window,
+                                       warn_window=warn_window if warn_window >= timedelta(minutes=1) else None)
+
+
+def with_freshness_policy(definition: AssetsDefinition, policy: FreshnessPolicy) -> AssetsDefinition:
+    """`definition` with `policy` on each of its assets."""
+    return definition.map_asset_specs(lambda spec: apply_freshness_policy(spec, policy))
 
 
 def _cron(environ: Mapping[str, str], name: str, default: str) -> str:
@@ -172,8 +203,8 @@ def _max_lag(environ: Mapping[str, str], refresh_cron: str) -> timedelta:
         minutes = float(value)
     except ValueError:
         minutes = 0
-    if minutes <= 0:
-        raise ValueError(f"{INGEST_MAX_LAG_ENV}={value!r} must be a positive number of minutes")
+    if minutes < 1:  # a freshness policy's window is at least a minute
+        raise ValueError(f"{INGEST_MAX_LAG_ENV}={value!r} must be a number of minutes, at least 1")
     return timedelta(minutes=minutes)
 
 

@@ -7,7 +7,7 @@ from dagster import (AssetExecutionContext, AssetSelection, BetaWarning, Definit
                      define_asset_job, in_process_executor, multi_observable_source_asset)
 
 from offsets_platform_dagster.alerts import build_alerts
-from offsets_platform_dagster.automation import build_automation
+from offsets_platform_dagster.automation import build_automation, with_freshness_policy
 from offsets_platform_dagster.bronze import offsets_topic_bronze
 from offsets_platform_dagster.cleanup import apply_cleanup, approve_cleanup, cleanup_plan, cleanup_record_tables, open_cleanup_plans_sensor
 from offsets_platform_dagster.reset import plan_offset_reset
@@ -74,17 +74,23 @@ cleanup_records = row_count_observer("cleanup_records", cleanup_record_tables,
 prune_records = row_count_observer("prune_records", prune_written_specs,
                                    "Row counts of the tables `offsets-platform prune` writes.")
 
-assets = [offsets_topic_bronze, cluster_snapshot, model_assets(project), cleanup_plans, cleanup_records,
-          prune_records, cluster_report]
+bronze = [offsets_topic_bronze, cluster_snapshot]
+models = model_assets(project)
+others = [cleanup_plans, cleanup_records, prune_records, cluster_report]
 
-# Schedules (refresh, daily cleanup plan, daily prune) and the bronze freshness checks with their sensor;
-# their settings are read here, when the definitions load (see assets/automation.py).
+# Schedules (refresh, daily cleanup plan, daily prune), the freshness policies of bronze and the models,
+# and the bronze freshness checks with their sensor; their settings are read here, when the definitions
+# load (see assets/automation.py).
 automation = build_automation(
     refresh_job,
-    bronze_assets=[offsets_topic_bronze, cluster_snapshot],
-    refreshed_keys=[key for definition in assets if definition.is_executable for key in definition.keys],
+    bronze_assets=bronze,
+    refreshed_keys=[key for definition in [*bronze, models, *others] if definition.is_executable
+                    for key in definition.keys],
     prune_job=prune_job,
 )
+
+assets = [*(with_freshness_policy(definition, automation.bronze_freshness) for definition in bronze),
+          with_freshness_policy(models, automation.model_freshness), *others]
 
 # The alerts after each refresh: to a webhook, or as a failed `alert` run (see assets/alerts.py).
 alert_job, alerts_sensor = build_alerts()

@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 from dagster import (AssetCheckKey, AssetKey, AssetMaterialization, DagsterInstance, DefaultScheduleStatus,
-                     DefaultSensorStatus, build_schedule_context, build_sensor_context, instance_for_test)
+                     DefaultSensorStatus, FreshnessPolicy, build_schedule_context, build_sensor_context,
+                     instance_for_test)
+from dagster._utils.schedules import get_smallest_cron_interval
 
 from offsets_platform_dagster.automation import (AUTOMATION_ENV, BOOTSTRAP_SERVERS_ENV, CLEANUP_CRON_ENV, INGEST_MAX_LAG_ENV,
                                PRUNE_CRON_ENV, REFRESH_CRON_ENV, build_automation)
 from offsets_platform_dagster.bronze import offsets_topic_bronze
-from offsets_platform_dagster.definitions import automation, defs, refresh_job
+from offsets_platform_dagster.definitions import automation, defs, models, refresh_job
 from offsets_platform_dagster.snapshots import cluster_snapshot
 from offsets_platform.lake import Lake
 
@@ -30,6 +32,7 @@ SCHEDULES = {"refresh_schedule": (automation.refresh_cron, "refresh"),
 GRAPH = defs.resolve_asset_graph()
 # what ingest and the snapshots write (pruned_offset_commit_counts, bronze too, is the prune's)
 BRONZE = {key for definition in (offsets_topic_bronze, cluster_snapshot) for key in definition.keys}
+MODELS = set(models.keys)
 
 
 def automation_running() -> bool:
@@ -112,14 +115,21 @@ def test_a_refresh_tick_is_skipped_while_an_earlier_refresh_has_not_finished():
 
 
 def test_the_refresh_cron_and_the_freshness_window_come_from_the_environment_at_load():
-    script = ("from offsets_platform_dagster.definitions import automation, defs; "
+    script = ("from dagster import AssetKey; "
+              "from offsets_platform_dagster.definitions import automation, defs; "
               "s = defs.resolve_schedule_def('refresh_schedule'); "
-              "print(s.cron_schedule, s.default_status.value, int(automation.ingest_max_lag.total_seconds()))")
+              "print(s.cron_schedule, s.default_status.value, int(automation.ingest_max_lag.total_seconds())); "
+              "graph = defs.resolve_asset_graph(); "
+              "policies = [graph.get(AssetKey(name)).freshness_policy for name in ('group_snapshots', 'consumer_lag')]; "
+              "print(*(int(window.to_timedelta().total_seconds()) for policy in policies "
+              "for window in (policy.fail_window, policy.warn_window)))")
     env = {**os.environ, REFRESH_CRON_ENV: "*/5 * * * *", AUTOMATION_ENV: "stopped"}
+    env.pop(INGEST_MAX_LAG_ENV, None)
     result = subprocess.run([sys.executable, "-W", "ignore", "-c", script], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split() == ["*/5", "*", "*", "*", "*", "STOPPED", "600"]
+    assert result.stdout.split() == ["*/5", "*", "*", "*", "*", "STOPPED", "600",
+                                     "600", "450", "600", "450"]  # bronze's freshness policy, then a model's
 
 
 def test_automation_settings_are_checked_and_named_in_errors():
@@ -141,8 +151,57 @@ def test_automation_settings_are_checked_and_named_in_errors():
         build(**{REFRESH_CRON_ENV: "every 15 minutes"})
     with pytest.raises(ValueError, match=INGEST_MAX_LAG_ENV):
         build(**{INGEST_MAX_LAG_ENV: "-1"})
+    with pytest.raises(ValueError, match=INGEST_MAX_LAG_ENV):  # a freshness policy's window is a minute at least
+        build(**{INGEST_MAX_LAG_ENV: "0.5"})
     with pytest.raises(ValueError, match=AUTOMATION_ENV):
         build(**{AUTOMATION_ENV: "maybe"})
+
+
+def _windows(policy) -> tuple[timedelta, timedelta | None]:
+    return policy.fail_window.to_timedelta(), policy.warn_window.to_timedelta() if policy.warn_window else None
+
+
+def test_bronze_and_the_models_carry_freshness_policies_with_the_configured_windows():
+    # as loaded here: bronze fails past the ingest lag, a model past two refresh intervals
+    refresh_interval = get_smallest_cron_interval(automation.refresh_cron, "UTC")
+    assert automation.bronze_freshness == FreshnessPolicy.time_window(
+        fail_window=automation.ingest_max_lag, warn_window=automation.ingest_max_lag * 3 / 4)
+    assert automation.model_freshness == FreshnessPolicy.time_window(
+        fail_window=2 * refresh_interval, warn_window=refresh_interval * 3 / 2)
+    with_policy = {key for key in GRAPH.get_all_asset_keys() if GRAPH.get(key).freshness_policy is not None}
+    assert BRONZE and MODELS and with_policy == BRONZE | MODELS
+    for key in BRONZE:
+        assert GRAPH.get(key).freshness_policy == automation.bronze_freshness, key
+    for key in MODELS:
+        assert GRAPH.get(key).freshness_policy == automation.model_freshness, key
+    # observed tables and the cleanup plan, report and records have none
+    assert GRAPH.get(AssetKey("cleanup_plans")).freshness_policy is None
+    assert GRAPH.get(AssetKey("pruned_offset_commit_counts")).freshness_policy is None
+
+
+def test_the_freshness_windows_follow_the_settings():
+    def windows(**environ):
+        built = build_automation(refresh_job, [offsets_topic_bronze, cluster_snapshot], refreshed_keys=[],
+                                 environ=environ)
+        return _windows(built.bronze_freshness), _windows(built.model_freshness)
+
+    minutes = lambda value: timedelta(minutes=value)  # noqa: E731
+    assert windows() == ((minutes(30), minutes(22.5)), (minutes(30), minutes(22.5)))
+    assert windows(**{REFRESH_CRON_ENV: "0 * * * *"}) == ((minutes(120), minutes(90)), (minutes(120), minutes(90)))
+    assert windows(**{INGEST_MAX_LAG_ENV: "45"}) == ((minutes(45), minutes(33.75)), (minutes(30), minutes(22.5)))
+    # too short a window for a warning (Dagster's policies count in minutes at least)
+    assert windows(**{INGEST_MAX_LAG_ENV: "1"})[0] == (minutes(1), None)
+
+
+def test_the_shipped_instance_settings_run_the_freshness_daemon(tmp_path):
+    shipped = (ROOT / "assets" / "dagster.yaml").read_text()
+    for name, settings in (("shipped", shipped), ("off", shipped.replace("enabled: true", "enabled: false"))):
+        home = tmp_path / name
+        home.mkdir()
+        (home / "dagster.yaml").write_text(settings)
+        with DagsterInstance.from_config(str(home)) as instance:
+            assert instance.freshness_enabled == (name == "shipped")
+            assert ("FRESHNESS_DAEMON" in instance.get_required_daemon_types()) == (name == "shipped")
 
 
 def test_the_schedules_run_by_default_only_when_a_cluster_is_configured():
