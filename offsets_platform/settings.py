@@ -216,7 +216,7 @@ class AlertSettings:
             webhook_url=url or None,
             loss_within_hours=hours("ALERT_LOSS_WITHIN", within),
             expiry_within_hours=hours("ALERT_EXPIRY_WITHIN", within),
-            watched_groups=names("ALERT_WATCHED_GROUPS"),
+            watched_groups=names(WATCHED_GROUPS_ENV.removeprefix(ENV_PREFIX)),
             ignored_groups=names("ALERT_IGNORED_GROUPS"),
             webhook_timeout_s=timeout_s,
         )

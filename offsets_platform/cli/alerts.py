@@ -38,7 +38,7 @@ def _alerts(args, settings: Settings) -> int:
     from dataclasses import replace
 
     from offsets_platform.views.alerts import evaluate
-    from offsets_platform.settings import AlertSettings
+    from offsets_platform.settings import AlertSettings, group_names
     from offsets_platform.views.from_lake import freshness, last_refresh
 
     try:
@@ -48,9 +48,9 @@ def _alerts(args, settings: Settings) -> int:
         return 1
     if args.within is not None:
         alert_settings = alert_settings.with_horizon(args.within)
-    watched = {name.strip() for value in args.watch for name in value.split(",") if name.strip()}
+    watched = group_names(*args.watch)
     if watched:
-        alert_settings = replace(alert_settings, watched_groups=tuple(sorted(watched)))
+        alert_settings = replace(alert_settings, watched_groups=watched)
     lake = lake_of(args, settings, must_exist=True)
     alerts = evaluate(lake, alert_settings)
     if args.output == "json":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from offsets_platform.views.attention import DEFAULT_WITHIN_HOURS
@@ -63,21 +64,27 @@ def _metrics_server(args, settings: Settings) -> int:
     from offsets_platform.views.metrics.serve import serve_metrics
 
     lake = lake_of(args, settings, must_exist=True)
-    # SIGTERM stops it like Ctrl-C: the socket is closed and the exit code is 0.
-    signal.signal(signal.SIGTERM, _interrupt)
+
+    def ready(server) -> None:
+        print(f"serving the metrics of the lake in {lake.root} on http://{args.host}:{server.server_port}/metrics; "
+              "Ctrl-C or SIGTERM stops it", flush=True)
+        # Ctrl-C and SIGTERM stop the server between requests: the socket is closed and the exit code
+        # is 0. An exception raised by the signal would land inside a scrape in progress instead, where
+        # the WSGI handler answers it with a 500 and serves on. `shutdown` waits for the serving loop,
+        # which runs in this (the signal's) thread, so it is called from another.
+        def stop(signum, frame) -> None:
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+
     try:
-        serve_metrics(lake, args.host, args.port, args.within, _watched(args), on_ready=lambda server: print(
-            f"serving the metrics of the lake in {lake.root} on http://{args.host}:{server.server_port}/metrics; "
-            "Ctrl-C or SIGTERM stops it", flush=True))
+        serve_metrics(lake, args.host, args.port, args.within, _watched(args), on_ready=ready)
     except OSError as error:  # the port is taken, or the address is not this machine's
         print(f"error: cannot listen on {args.host}:{args.port}: {error.strerror or error}", file=sys.stderr)
         return 1
     print("metrics server stopped", flush=True)
     return 0
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def _metrics(args, settings: Settings) -> int:

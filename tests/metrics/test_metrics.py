@@ -4,13 +4,18 @@ model, how it encodes names, labels and values, and its two commands."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
 import pytest
 
+from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.cli import main
 from offsets_platform.views.metrics import exposition
 from offsets_platform.views.metrics.serve import metrics_server, write_textfile
@@ -216,6 +221,38 @@ def test_the_server_reads_the_lake_on_each_scrape_in_the_format_asked_for(filled
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+# metrics-server whose every collection takes a second and a half: long enough to stop it mid-scrape
+SLOW_SERVER = """
+import sys, time
+from offsets_platform.views.metrics import collector
+from offsets_platform.cli import main
+read = collector.collect
+collector.collect = lambda *arguments: (time.sleep(1.5), read(*arguments))[1]
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_during_a_scrape_answers_it_and_ends_the_server_cleanly(filled, stop_signal):
+    port = free_loopback_port()
+    server = subprocess.Popen([sys.executable, "-c", SLOW_SERVER, "metrics-server", "--home", str(filled.root.parent),
+                               "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "serving the metrics" in server.stdout.readline()
+        answers = []
+        scrape = threading.Thread(target=lambda: answers.append(
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30).status))
+        scrape.start()
+        time.sleep(0.5)  # the scrape is being collected
+        server.send_signal(stop_signal)
+        scrape.join(timeout=30)
+        assert answers == [200], "the scrape in progress is answered whole"
+        assert server.wait(timeout=30) == 0, server.stderr.read()
+        assert "metrics server stopped" in server.stdout.read()
+    finally:
+        server.kill()
 
 
 def test_offsets_a_group_left_behind_are_not_lag_but_abandoned(filled):
