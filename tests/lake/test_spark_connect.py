@@ -15,6 +15,7 @@ from offsets_platform.cli import main
 from offsets_platform.broker.embedded import free_loopback_port
 from offsets_platform.lake import Lake
 from offsets_platform.models import ModelRunner, default_project, lake_for_models
+from offsets_platform.quality.specs import specs_for_model
 from tests.lake.connect_server import ROOT, start_spark_connect_server
 from tests.models.bronze_builder import BronzeBuilder, at
 
@@ -79,7 +80,9 @@ def test_models_and_checks_over_spark_connect_equal_a_local_run(spark, connect_s
         assert _rows(remote, name) == _rows(local, name), name
     for name in ("committed_offsets", "group_state", "offset_removals", "expirable_offsets", "consumer_lag"):
         assert _rows(local, name), f"{name} is empty: the comparison would prove nothing"
-    assert all(outcome["checks"][name] and all(outcome["checks"][name]) for name in models), outcome["checks"]
+    checked = {spec.test for name in outcome["checks"] for spec in specs_for_model(default_project().model(name))}
+    assert checked == {spec.test for model in default_project().models for spec in specs_for_model(model)}
+    assert all(outcome["checks"][name] and all(outcome["checks"][name]) for name in outcome["checks"]), outcome["checks"]
     assert set(outcome["broken_failed"]) == {"group_id is unique", "state is not null"}
     # the server carries Delta (offsets_platform.lake.spark): a client reads a lake table as Delta
     # and MERGEs into it (every row onto itself), and the lake reads the table that MERGE wrote
