@@ -1,7 +1,9 @@
 """`offsets-platform install-jars`: a missing `java` or `mvn` stops it with a message that says what
 is missing and what to run, before anything is written; a set already fetched from the same pom is
-left alone, without running Maven. (The fetch itself runs in every fresh install: `make`, and the
-wheel's test in tests/test_wheel.py.)"""
+left alone, without running Maven. Spark's class-data archive is used only while it fits this Java
+and pyspark, left alone while it does, and a failed build leaves none behind. (The fetch and the
+build themselves run in every fresh install: `make`, and the wheel's test in tests/test_wheel.py;
+tests/lake/test_class_archive.py checks that a session maps the archive.)"""
 
 import os
 import shutil
@@ -11,6 +13,7 @@ import sys
 import pytest
 
 from offsets_platform.jars import JAR_SETS, STAMP, _digest
+from offsets_platform.lake.class_archive import CLASS_ARCHIVE_ENV, java_options, key_path, runtime_key
 
 pytestmark = pytest.mark.fast
 
@@ -23,6 +26,7 @@ def install_jars(tmp_path, commands: list[str], *sets: str) -> subprocess.Comple
     for command in commands:
         (only / command).symlink_to(shutil.which(command))
     folders = {jar_set.folder_env: str(tmp_path / jar_set.name) for jar_set in JAR_SETS}
+    folders[CLASS_ARCHIVE_ENV] = str(tmp_path / "archive" / "spark-classes.jsa")
     return subprocess.run([sys.executable, "-m", "offsets_platform.cli", "install-jars", *sets], capture_output=True,
                           text=True, timeout=60, env={**os.environ, **folders, "PATH": str(only)})
 
@@ -59,3 +63,39 @@ def test_a_set_fetched_from_another_pom_is_fetched_again(tmp_path):
     result = install_jars(tmp_path, ["java"], kafka.name)  # no mvn: the fetch it needs stops there
     assert result.returncode == 1 and "error: mvn was not found on PATH" in result.stderr
     assert (tmp_path / "kafka" / "some.jar").exists(), "the old set stays until a new one is complete"
+
+
+def test_a_session_maps_the_class_archive_only_while_it_fits_this_java_and_pyspark(tmp_path, monkeypatch):
+    archive = tmp_path / "spark-classes.jsa"
+    monkeypatch.setenv(CLASS_ARCHIVE_ENV, str(archive))
+    assert java_options() == ""  # none built
+    archive.write_bytes(b"classes")
+    assert java_options() == ""  # no key: a build did not finish
+    key_path(archive).write_text("the key of another java or pyspark\n")
+    assert java_options() == ""
+    key_path(archive).write_text(runtime_key() + "\n")
+    assert java_options().startswith(f"-XX:SharedArchiveFile={archive} ")
+
+
+def test_a_class_archive_that_fits_is_left_alone_without_running_spark(tmp_path):
+    archive = tmp_path / "archive" / "spark-classes.jsa"
+    archive.parent.mkdir()
+    archive.write_bytes(b"classes")
+    # the key as the command will compute it: the same java (the PATH below holds only it) and pyspark
+    key = subprocess.run([sys.executable, "-c", "from offsets_platform.lake.class_archive import runtime_key; "
+                          "print(runtime_key())"], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PATH": os.path.dirname(shutil.which("java"))}).stdout
+    key_path(archive).write_text(key)
+    result = install_jars(tmp_path, ["java"], "spark-classes")
+    assert result.returncode == 0, result.stderr
+    assert f"spark-classes: Spark's class-data archive already in {archive}" in result.stdout
+    assert archive.read_bytes() == b"classes"
+
+
+def test_a_failed_class_archive_build_says_why_and_leaves_nothing_behind(tmp_path):
+    # the Delta jars' folder is empty here, so the training refresh cannot start Spark
+    result = install_jars(tmp_path, ["java"], "spark-classes")
+    assert result.returncode == 1
+    assert "error: the training refresh that builds Spark's class-data archive failed" in result.stderr
+    assert "Delta Lake's Spark jars" in result.stderr, "its last output says what stopped it"
+    assert list((tmp_path / "archive").iterdir()) == [], "no archive, no key, no half-written file"

@@ -1,6 +1,6 @@
 """The product as a platform team installs it: `python -m build` makes a wheel, which goes into a
 fresh virtual environment outside the repository; from there, with nothing of the checkout on the
-path, `install-jars` fetches the jars, the embedded broker starts, a real group's records are
+path, `install-jars` fetches the jars and builds Spark's class-data archive, the embedded broker starts, a real group's records are
 ingested, a refresh runs, `groups` answers, and Dagster loads the deployment."""
 
 import os
@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.integration
 # what points a process at the checkout's environment, its code or its jars
 CHECKOUT_ENVIRONMENT = ("PYTHONPATH", "VIRTUAL_ENV", "OFFSETS_PLATFORM_JARS", "OFFSETS_PLATFORM_DELTA_JARS",
-                        "OFFSETS_PLATFORM_S3_JARS", "OFFSETS_PLATFORM_HOME", "OFFSETS_PLATFORM_BOOTSTRAP_SERVERS")
+                        "OFFSETS_PLATFORM_S3_JARS", "OFFSETS_PLATFORM_SPARK_CLASS_ARCHIVE", "OFFSETS_PLATFORM_HOME",
+                        "OFFSETS_PLATFORM_BOOTSTRAP_SERVERS")
 
 
 def run(command: list, cwd: Path, env: dict, timeout: float = 600) -> str:
@@ -73,8 +74,9 @@ def test_the_wheel_carries_the_product_and_leaves_the_proving_ground_out(install
     assert leaked == "[]"
     jars = venv / "share" / "offsets-platform"
     assert list((jars / "jars").glob("kafka_2.13-*.jar")) and list((jars / "delta-jars").glob("delta-spark_*.jar"))
+    assert (jars / "spark-classes.jsa").stat().st_size > 10_000_000, "Spark's class-data archive was built"
     again = run([venv / "bin" / "offsets-platform", "install-jars"], cwd=place, env=env)
-    assert again.count("already in") == 3, again
+    assert again.count("already in") == 4, again
 
 
 def test_dagster_loads_the_installed_deployment(installed):

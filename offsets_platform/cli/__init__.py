@@ -22,7 +22,7 @@ from offsets_platform.cli.metrics import add_metrics_commands
 from offsets_platform.cli.views import add_view_commands
 from offsets_platform.ingest.offsets_topic import DEFAULT_LEASE_WAIT_S
 from offsets_platform.broker.embedded import DEFAULT_HEAP_MB
-from offsets_platform.jars import JAR_SET_NAMES
+from offsets_platform.jars import INSTALL_STEPS
 from offsets_platform.lake.spark import DEFAULT_CONNECT_PORT, serve_spark_connect
 from offsets_platform.settings import Settings
 
@@ -105,13 +105,13 @@ def _broker(args: argparse.Namespace, settings: Settings) -> int:
 def _install_jars(args: argparse.Namespace, settings: Settings) -> int:
     from offsets_platform.jars import install_jars
 
-    install_jars(tuple(args.sets) or JAR_SET_NAMES, force=args.force, say=lambda line: print(line, flush=True))
+    install_jars(tuple(args.sets) or INSTALL_STEPS, force=args.force, say=lambda line: print(line, flush=True))
     return 0
 
 
 def _jar_set(name: str) -> str:
-    if name not in JAR_SET_NAMES:
-        raise argparse.ArgumentTypeError(f"no jar set {name!r}: choose from {', '.join(JAR_SET_NAMES)}")
+    if name not in INSTALL_STEPS:
+        raise argparse.ArgumentTypeError(f"no jar set {name!r}: choose from {', '.join(INSTALL_STEPS)}")
     return name
 
 
@@ -180,11 +180,14 @@ def main(argv: list[str] | None = None) -> int:
 
     jars = commands.add_parser("install-jars", help="fetch the Java jars the product runs with (Maven; cached)",
                                description="Fetch Apache Kafka's jars, Delta Lake's Spark jars and Spark's s3a "
-                               "connector with Maven into the environment's share/offsets-platform/ folder. A set "
-                               "already fetched from the same pom is left alone.")
+                               "connector with Maven into the environment's share/offsets-platform/ folder, then "
+                               "build Spark's class-data archive (spark-classes: a training refresh, about a "
+                               "minute), which every Spark the product starts maps to start faster. A set already "
+                               "fetched from the same pom, and an archive built for the same Java and pyspark, are "
+                               "left alone.")
     jars.add_argument("sets", nargs="*", type=_jar_set, metavar="SET",
-                      help=f"only these sets ({', '.join(JAR_SET_NAMES)}; default: all)")
-    jars.add_argument("--force", action="store_true", help="fetch again even the sets already there")
+                      help=f"only these ({', '.join(INSTALL_STEPS)}; default: all)")
+    jars.add_argument("--force", action="store_true", help="fetch and build again even what is already there")
     jars.set_defaults(run=_install_jars)
 
     server = commands.add_parser("spark-server", help="a long-lived Spark Connect server that refreshes reuse")
@@ -237,12 +240,13 @@ def _errors_told_plainly() -> tuple[type[Exception], ...]:
     from offsets_platform.ingest.log_check import LogMismatch
     from offsets_platform.ingest.offsets_topic import IngestError
     from offsets_platform.jars import JarsNotInstalled
+    from offsets_platform.jars.class_archive import ClassArchiveNotBuilt
     from offsets_platform.kafka.errors import BrokerUnreachable, NotAuthorized
     from offsets_platform.lake import MissingTable, NoLake, OutdatedTable
     from offsets_platform.lake.lease import LeaseBusy
     from offsets_platform.lake.spark import DeltaJarsMissing, SparkConnectError
 
-    return (BrokerStartFailed, BrokerUnreachable, DeltaJarsMissing, GroupCallError, IngestError, JarsNotInstalled,
+    return (BrokerStartFailed, BrokerUnreachable, ClassArchiveNotBuilt, DeltaJarsMissing, GroupCallError, IngestError, JarsNotInstalled,
             KafkaNotInstalled, LeaseBusy, LogMismatch, MissingTable, NoLake, NotAuthorized, NotWhoRuns, OutdatedTable, PlanError, PortInUse,
             ResetSpecError, SparkConnectError)
 

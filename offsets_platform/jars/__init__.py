@@ -7,6 +7,9 @@ Kafka's jars and Spark's never share a class path:
 - `delta`: Delta Lake's Spark jars, which every Spark session of the product carries;
 - `s3`: Spark's s3a connector, needed only for a lake on object storage.
 
+After the sets, `spark-classes` builds Spark's class-data archive from them (class_archive.py):
+every Spark the product starts then maps Spark's classes instead of loading them.
+
 Maven keeps its own cache (`~/.m2`), so fetching a set again downloads nothing. A set whose folder
 was filled from the same pom is left alone (a stamp in the folder holds the pom's digest), and a
 fetch fills a `.partial` folder that replaces the old one only once complete: an interrupted fetch
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from offsets_platform.broker.jvm import JARS_ENV, jars_dir
+from offsets_platform.jars import class_archive
 from offsets_platform.lake.spark import DELTA_JARS_ENV, S3_JARS_ENV, delta_jars_dir, s3_jars_dir
 
 STAMP = ".installed-from-pom"
@@ -52,12 +56,15 @@ JAR_SETS = (
     JarSet("s3", "s3.pom.xml", s3_jars_dir, S3_JARS_ENV, "Spark's s3a connector, for a lake on object storage"),
 )
 JAR_SET_NAMES = tuple(jar_set.name for jar_set in JAR_SETS)
+# what install-jars installs by default, in this order: the archive is built from Delta's set
+INSTALL_STEPS = (*JAR_SET_NAMES, class_archive.NAME)
 
 
-def install_jars(names: tuple[str, ...] = JAR_SET_NAMES, force: bool = False,
+def install_jars(names: tuple[str, ...] = INSTALL_STEPS, force: bool = False,
                  say: Callable[[str], None] = print) -> list[Path]:
-    """Fetch the named sets (default: all) that are missing or were filled from another pom, and
-    return their folders. `force` fetches them again anyway."""
+    """Fetch the named sets (default: all) that are missing or were filled from another pom, then
+    build Spark's class-data archive if asked; return their folders and the archive's path.
+    `force` fetches and builds them again anyway."""
     chosen = [jar_set for jar_set in JAR_SETS if jar_set.name in names]
     if any(not _up_to_date(jar_set) for jar_set in chosen) or force:
         _check_tools()
@@ -71,6 +78,8 @@ def install_jars(names: tuple[str, ...] = JAR_SET_NAMES, force: bool = False,
             _fetch(jar_set, folder)
             say(f"{jar_set.name}: {_jar_count(folder)} jars in {folder}")
         folders.append(folder)
+    if class_archive.NAME in names:
+        folders.append(class_archive.build_class_archive(force=force, say=say))
     return folders
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 from urllib.parse import urlparse
 
+from offsets_platform.lake import class_archive
 from offsets_platform.lake.storage import LAKE_URI_ENV, S3Access, is_object_store
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ _SESSION_CONF = {
 # or the Connect server below): a driver heap above the 1 GB default, as in local mode the driver
 # also runs every task of the models' joins over millions of records, and the loopback address
 # (docs/design.md, "Known traps").
+# Spark's class-data archive, where one was built for this Java and pyspark, is added to these
+# options when the JVM starts (offsets_platform.lake.class_archive).
 # TieredStopAtLevel=1 keeps the JVM's just-in-time compilation to its quick first tier: a refresh
 # runs many short queries in a fresh JVM, where the optimising tier costs more CPU than it saves
 # (benchmarks/models_bench.py: the incremental refresh takes a third less, the full one the same).
@@ -60,12 +63,13 @@ _SESSION_CONF = {
 # rebuilds a table's whole file list after every commit to check the list it kept in the
 # version's checksum (Snapshot.allFilesInCrcVerificationForceEnabled, Delta 4.4), one more Spark
 # job per model written. The models' timestamps follow the session's zone, not the JVM's.
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 _JVM_CONF = {
     "spark.driver.memory": "6g",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.driver.extraJavaOptions": ("-Dlog4j2.level=ERROR -Duser.timezone=UTC -XX:TieredStopAtLevel=1 "
-                                      "-XX:ReservedCodeCacheSize=256m"),
+    _JAVA_OPTIONS: ("-Dlog4j2.level=ERROR -Duser.timezone=UTC -XX:TieredStopAtLevel=1 "
+                    "-XX:ReservedCodeCacheSize=256m"),
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
@@ -208,9 +212,12 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
         delta = _delta_session_conf()
         jvm = {**_JVM_CONF, **({"spark.driver.memory": os.environ[DRIVER_MEMORY_ENV]}
                                if os.environ.get(DRIVER_MEMORY_ENV) else {})}
+        jvm[_JAVA_OPTIONS] = " ".join(filter(None, [jvm[_JAVA_OPTIONS], class_archive.java_options()]))
         conf = {**_SESSION_CONF, **jvm, **delta, **_shuffle_partitions(master), **(extra_conf or {})}
-        if extra_conf and "spark.jars" in extra_conf:  # more jars, beside Delta's rather than instead
-            conf["spark.jars"] = ",".join(filter(None, [delta["spark.jars"], extra_conf["spark.jars"]]))
+        # more jars and JVM options, beside the project's rather than instead
+        for key, separator, ours in (("spark.jars", ",", delta["spark.jars"]), (_JAVA_OPTIONS, " ", jvm[_JAVA_OPTIONS])):
+            if extra_conf and key in extra_conf:
+                conf[key] = separator.join(filter(None, [ours, extra_conf[key]]))
         builder = builder.master(master)
     for key, value in conf.items():
         builder = builder.config(key, value)
