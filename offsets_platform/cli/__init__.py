@@ -181,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     jars = commands.add_parser("install-jars", help="fetch the Java jars the product runs with (Maven; cached)",
                                description="Fetch Apache Kafka's jars, Delta Lake's Spark jars and Spark's s3a "
                                "connector with Maven into the environment's share/offsets-platform/ folder, then "
-                               "build Spark's class-data archive (spark-classes: a training refresh, about a "
-                               "minute), which every Spark the product starts maps to start faster. A set already "
+                               "build Spark's class-data archive (spark-classes: a training refresh of one to two "
+                               "minutes), which every Spark the product starts maps to start faster. A set already "
                                "fetched from the same pom, and an archive built for the same Java and pyspark, are "
                                "left alone.")
     jars.add_argument("sets", nargs="*", type=_jar_set, metavar="SET",

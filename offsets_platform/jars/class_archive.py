@@ -43,7 +43,7 @@ def build_class_archive(force: bool = False, say: Callable[[str], None] = print)
     if is_up_to_date(archive) and not force:
         say(f"{NAME}: Spark's class-data archive already in {archive}")
         return archive
-    say(f"{NAME}: building Spark's class-data archive in {archive} (a training refresh, about a minute)")
+    say(f"{NAME}: building Spark's class-data archive in {archive} (a training refresh: one to two minutes)")
     archive.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"{NAME}-", dir=archive.parent) as scratch:
         partial = Path(scratch) / archive.name

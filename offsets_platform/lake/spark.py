@@ -189,7 +189,8 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
         master: Spark master URL (`local[*]` by default, or a cluster URL).
         remote: a Spark Connect endpoint (`sc://host:port`); takes precedence over `master`.
         app_name: the application name shown in Spark's UI.
-        extra_conf: additional Spark settings.
+        extra_conf: additional Spark settings; `spark.jars` and `spark.driver.extraJavaOptions`
+            are added to the project's own rather than replacing them.
 
     Returns:
         The session. Later calls return the same session whatever their arguments, so one
