@@ -9,7 +9,8 @@ Delta writers are then loaded, which is what a refresh in a fresh JVM would othe
 The JVM writes the archive as it exits, so the child stops its JVM and waits for it. A truncated
 archive crashes the JVM that maps it: the archive is written under a temporary name and renamed
 into place only once the child ended well, and the key that lets sessions use it is written last
-(offsets_platform.lake.class_archive). benchmarks/class_archive_bench.py measures what it saves.
+(offsets_platform.lake.class_archive). `benchmarks/cold_refresh_bench.py --compare class-archive`
+measures what it saves.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Spark's class-data archive: where it is, and whether a JVM this product starts may map it.
 
 A refresh in a fresh process (the demo, a scheduled Dagster run, every command that runs models)
-starts a JVM that loads and verifies some twenty thousand classes of Spark before and while it runs
+starts a JVM that loads and verifies some seventeen thousand classes before and while it runs
 its first queries. Java's application class-data sharing (JDK 13+, `-XX:ArchiveClassesAtExit`, then
 `-XX:SharedArchiveFile`) writes the classes a JVM loaded to an archive once; a later JVM with the
 same Java and class path maps them from it. `offsets-platform install-jars spark-classes` builds it
