@@ -95,8 +95,8 @@ def main() -> None:
                for way, measured in runs.items()}
     for way, values in medians.items():
         print(f"median, {way}: " + ", ".join(f"{key} {value}" for key, value in values.items()))
-    write_results({"compare": args.compare, "records": args.records, "repeats": args.repeats, "small_data_max_bytes": SMALL_DATA_MAX_BYTES,
-                   "medians": medians, "runs": runs}, Path(args.out))
+    write_results({"compare": args.compare, "records": args.records, "repeats": args.repeats,
+                   "small_data_max_bytes": SMALL_DATA_MAX_BYTES, "medians": medians, "runs": runs}, Path(args.out))
 
 
 if __name__ == "__main__":

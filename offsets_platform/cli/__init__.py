@@ -111,7 +111,7 @@ def _install_jars(args: argparse.Namespace, settings: Settings) -> int:
 
 def _jar_set(name: str) -> str:
     if name not in INSTALL_STEPS:
-        raise argparse.ArgumentTypeError(f"no jar set {name!r}: choose from {', '.join(INSTALL_STEPS)}")
+        raise argparse.ArgumentTypeError(f"nothing named {name!r} to install: choose from {', '.join(INSTALL_STEPS)}")
     return name
 
 
