@@ -13,7 +13,7 @@ JARS_INSTALLED := $(VENV)/.jars-installed
 DELTA_JARS_INSTALLED := $(VENV)/.delta-jars-installed
 S3_JARS_INSTALLED := $(VENV)/.s3-jars-installed
 # Spark's class-data archive (offsets_platform/jars/class_archive.py), built from the installed
-# pyspark and Delta jars by a training refresh of one to two minutes: every Spark the demo, the tests
+# pyspark and Delta jars by a training refresh of about a minute: every Spark the demo, the tests
 # and the commands start then maps Spark's classes instead of loading them (about 4 s off the start
 # and first refresh of every fresh JVM).
 SPARK_CLASSES_INSTALLED := $(VENV)/.spark-classes-installed
