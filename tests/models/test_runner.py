@@ -168,7 +168,7 @@ def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_sam
     # The runner hands small tables to Spark via Arrow, writes small results with delta-rs
     # (ARROW_MAX_BYTES, ARROW_RESULT_MAX_ROWS) and runs a refresh of little data with the settings for
     # little data (SMALL_DATA_MAX_BYTES: interpreted expressions, one shuffle partition, no adaptive
-    # execution); at -1 every read and write goes through delta-spark with the session's own
+    # execution, no broadcast joins); at -1 every read and write goes through delta-spark with the session's own
     # settings, as for a large lake. Both paths, each through a full refresh and then an
     # incremental one (new rows from the change data feed, merged; a ref read as at the last run),
     # give the same rows in every table.
@@ -184,7 +184,8 @@ def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_sam
                                  small_data_max_bytes=-1 if path == "delta-spark" else SMALL_DATA_MAX_BYTES,
                                  arrow_result_max_rows=-1 if path == "delta-spark" else ARROW_RESULT_MAX_ROWS)
                for path, lake in lakes.items()}
-    settings = ("spark.sql.codegen.factoryMode", "spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")
+    settings = ("spark.sql.codegen.factoryMode", "spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled",
+                "spark.sql.autoBroadcastJoinThreshold")
     seen: dict[str, set] = {"delta-spark": set(), "arrow": set()}
     before = tuple(spark.conf.get(key) for key in settings)
     for round_ in (first_round, second_round):
@@ -202,8 +203,8 @@ def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_sam
     for path, writer in (("delta-spark", "Apache-Spark"), ("arrow", "delta-rs")):
         for model in ("log_offset_state", "offset_removals", "committed_offsets", "consumer_status"):
             assert lakes[path].table(model).history(1)[0]["engineInfo"].startswith(writer), (path, model)
-    assert seen == {"delta-spark": {before}, "arrow": {("NO_CODEGEN", "1", "false")}}
-    assert before[0] != "NO_CODEGEN" and before[2] == "true"
+    assert seen == {"delta-spark": {before}, "arrow": {("NO_CODEGEN", "1", "false", "-1")}}
+    assert before[0] != "NO_CODEGEN" and before[2] == "true" and before[3] != "-1"
     assert tuple(spark.conf.get(key) for key in settings) == before
 
 
