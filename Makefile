@@ -14,8 +14,8 @@ DELTA_JARS_INSTALLED := $(VENV)/.delta-jars-installed
 S3_JARS_INSTALLED := $(VENV)/.s3-jars-installed
 # Spark's class-data archive (offsets_platform/jars/class_archive.py), built from the installed
 # pyspark and Delta jars by a training refresh of about a minute: every Spark the demo, the tests
-# and the commands start then maps Spark's classes instead of loading them (about 4 s off the start
-# and first refresh of every fresh JVM).
+# and the commands start then maps Spark's classes instead of loading them (about 6 s off the start
+# and first refresh of every fresh JVM: benchmarks/README.md, "Spark's class-data archive").
 SPARK_CLASSES_INSTALLED := $(VENV)/.spark-classes-installed
 INSTALLED := $(PYTHON_INSTALLED) $(JARS_INSTALLED) $(DELTA_JARS_INSTALLED) $(S3_JARS_INSTALLED) $(SPARK_CLASSES_INSTALLED)
 # the benchmarks' extra dependencies (pyproject.toml's `bench`), on top of the rest

@@ -168,8 +168,8 @@ def test_small_tables_via_arrow_and_every_table_through_delta_spark_give_the_sam
     # The runner hands small tables to Spark via Arrow, writes small results with delta-rs
     # (ARROW_MAX_BYTES, ARROW_RESULT_MAX_ROWS) and runs a refresh of little data with the settings for
     # little data (SMALL_DATA_MAX_BYTES: interpreted expressions, one shuffle partition, no adaptive
-    # execution, no broadcast joins); at -1 every read and write goes through delta-spark with the session's own
-    # settings, as for a large lake. Both paths, each through a full refresh and then an
+    # execution, no broadcast joins); at -1 every read and write goes through delta-spark with the
+    # session's own settings, as for a large lake. Both paths, each through a full refresh and then an
     # incremental one (new rows from the change data feed, merged; a ref read as at the last run),
     # give the same rows in every table.
     first_round = BronzeBuilder()
