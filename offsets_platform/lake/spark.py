@@ -52,11 +52,10 @@ _SESSION_CONF = {
 # (docs/design.md, "Known traps").
 # Spark's class-data archive, where one was built for this Java and pyspark, is added to these
 # options when the JVM starts (offsets_platform.lake.class_archive).
-# TieredStopAtLevel=1 keeps the JVM's just-in-time compilation to its quick first tier: a refresh
-# runs many short queries in a fresh JVM, where the optimising tier costs more CPU than it saves
-# (benchmarks/models_bench.py: the incremental refresh takes a third less, the full one the same).
-# That tier alone gets a small code cache by default, which Spark's generated code fills within
-# two refreshes in one process (the JVM then stops compiling): hence the larger cache.
+# The JIT's quick first tier only (_QUICK_JIT, below) for a JVM of one run; every tier for the
+# Connect server's. That tier alone gets a small code cache by default, which Spark's generated
+# code fills within two refreshes in one process (the JVM then stops compiling): hence the larger
+# cache.
 # Spark keeps the classes it generates for 100 plans by default; one refresh compiles more than
 # that, so a long-lived JVM compiled most of them again on every refresh.
 # The JVM's own time zone is UTC, like the sessions': where the machine's is another, Delta
@@ -68,10 +67,17 @@ _JVM_CONF = {
     "spark.driver.memory": "6g",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    _JAVA_OPTIONS: ("-Dlog4j2.level=ERROR -Duser.timezone=UTC -XX:TieredStopAtLevel=1 "
-                    "-XX:ReservedCodeCacheSize=256m"),
+    _JAVA_OPTIONS: "-Dlog4j2.level=ERROR -Duser.timezone=UTC -XX:ReservedCodeCacheSize=256m",
     "spark.sql.codegen.cache.maxEntries": "2000",
 }
+
+# The just-in-time compiler's quick first tier only, for a JVM that serves one run: a refresh in a
+# fresh JVM runs many short queries, where the optimising tier costs more CPU than it saves
+# (benchmarks/models_bench.py: the incremental refresh takes a third less, the full one the same).
+# A long-lived JVM (the Connect server) keeps every tier: most of a small refresh's time there is
+# Spark planning each query on the driver, the same code again and again, which the optimising
+# tier makes faster once it has compiled it (benchmarks/README.md, "The server's compiler").
+_QUICK_JIT = "-XX:TieredStopAtLevel=1"
 
 
 # The driver's heap when this process starts the JVM, instead of _JVM_CONF's: less where several
@@ -182,7 +188,7 @@ class SparkConnectError(RuntimeError):
 
 
 def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str = "offsets_platform",
-              extra_conf: dict[str, str] | None = None) -> SparkSession:
+              extra_conf: dict[str, str] | None = None, long_lived: bool = False) -> SparkSession:
     """Return the active SparkSession, building it on first use.
 
     Args:
@@ -191,6 +197,8 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
         app_name: the application name shown in Spark's UI.
         extra_conf: additional Spark settings; `spark.jars` and `spark.driver.extraJavaOptions`
             are added to the project's own rather than replacing them.
+        long_lived: the JVM this call starts serves many refreshes (the Connect server): its
+            just-in-time compiler keeps every tier (`_QUICK_JIT`).
 
     Returns:
         The session. Later calls return the same session whatever their arguments, so one
@@ -213,7 +221,8 @@ def get_spark(master: str = "local[*]", remote: str | None = None, app_name: str
         delta = _delta_session_conf()
         jvm = {**_JVM_CONF, **({"spark.driver.memory": os.environ[DRIVER_MEMORY_ENV]}
                                if os.environ.get(DRIVER_MEMORY_ENV) else {})}
-        jvm[_JAVA_OPTIONS] = " ".join(filter(None, [jvm[_JAVA_OPTIONS], class_archive.java_options()]))
+        jvm[_JAVA_OPTIONS] = " ".join(filter(None, [jvm[_JAVA_OPTIONS], "" if long_lived else _QUICK_JIT,
+                                                    class_archive.java_options()]))
         conf = {**_SESSION_CONF, **jvm, **delta, **_shuffle_partitions(master), **(extra_conf or {})}
         # more jars and JVM options, beside the project's rather than instead
         for key, separator, ours in (("spark.jars", ",", delta["spark.jars"]), (_JAVA_OPTIONS, " ", jvm[_JAVA_OPTIONS])):
@@ -304,10 +313,11 @@ def serve_spark_connect(host: str = "127.0.0.1", port: int = DEFAULT_CONNECT_POR
     """Run a Spark Connect server in this process until SIGTERM or Ctrl-C.
 
     Refreshes that connect to it (OFFSETS_PLATFORM_SPARK_REMOTE) skip the JVM's start and reuse
-    its compiled code: each scheduled run otherwise starts a cold JVM.
+    its compiled code: each scheduled run otherwise starts a cold JVM. Its JVM compiles with every
+    tier of the just-in-time compiler (`get_spark`'s `long_lived`).
     """
     _check_free(host, port)
-    session = get_spark(master=master, app_name="offsets_platform-connect", extra_conf={
+    session = get_spark(master=master, app_name="offsets_platform-connect", long_lived=True, extra_conf={
         "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),

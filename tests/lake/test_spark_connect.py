@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -109,3 +110,24 @@ def test_an_endpoint_without_a_server_names_it_and_what_to_do(tmp_path, capsys, 
     assert f"no Spark Connect server answers at 127.0.0.1:{port}" in error
     assert "offsets-platform spark-server" in error and "OFFSETS_PLATFORM_SPARK_REMOTE" in error
     assert not any((tmp_path / "lake").iterdir())
+
+
+def _jvm_flags(is_it) -> list[str]:
+    """The -XX flags of the running Java process for which `is_it(args, parent pid)` holds."""
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            args = (process / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            parent = int((process / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):  # the process ended meanwhile
+            continue
+        if args and args[0].endswith("java") and is_it(args, parent):
+            return [arg for arg in args if arg.startswith("-XX:")]
+    raise AssertionError("no such Java process")
+
+
+def test_the_server_compiles_with_every_tier_and_a_run_s_own_jvm_with_the_first(spark, connect_server):
+    """The server's JVM plans queries for many refreshes and keeps the optimising tier of the JIT;
+    a JVM of one run (this process's local session) stops at its quick first tier."""
+    binding = f"spark.connect.grpc.binding.port={connect_server.rsplit(':', 1)[1]}"
+    assert "-XX:TieredStopAtLevel=1" not in _jvm_flags(lambda args, parent: binding in args)
+    assert "-XX:TieredStopAtLevel=1" in _jvm_flags(lambda args, parent: parent == os.getpid())
