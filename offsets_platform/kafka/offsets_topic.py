@@ -15,6 +15,12 @@ from offsets_platform.kafka.errors import (
 from offsets_platform.settings import KafkaConnection
 # Records asked of librdkafka per consume() call; several calls make one yielded batch.
 CONSUME_CHUNK = 100_000
+# How long one consume() call waits. It returns once it has CONSUME_CHUNK records or events, or
+# when this has passed: at the end of a read, with fewer left (a refresh minutes after the last, a
+# partition whose last offset is a transaction marker, which only its end-of-partition event
+# reports), each read waited the whole of it. With 1 s, the demo's ingest of no new records took
+# 1.0 s. A large read fills its chunks long before it.
+CONSUME_WAIT_S = 0.1
 # The most one fetch response brings (librdkafka's fetch.max.bytes): what librdkafka holds is
 # about queued.min.messages plus one such response, whatever the topic's size.
 FETCH_MAX_BYTES = 4 * 1024 * 1024
@@ -163,7 +169,8 @@ class OffsetsTopicReader:
         chunks, buffered, idle_since = [], 0, time.monotonic()
         while pending:
             # no more than the batch still has room for: a batch is what ingest holds and commits at once
-            messages = consumer.consume(num_messages=min(CONSUME_CHUNK, self.batch_records - buffered), timeout=1.0)
+            messages = consumer.consume(num_messages=min(CONSUME_CHUNK, self.batch_records - buffered),
+                                        timeout=CONSUME_WAIT_S)
             if messages:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > self.timeout_s:
