@@ -1,7 +1,7 @@
 """Data quality: the project's declared tests, run as Great Expectations suites (on Arrow for
 small tables, on Spark for the rest)."""
 
-from offsets_platform.quality.expectations import CheckOutcome, SuiteResult, validate
+from offsets_platform.quality.expectations import CheckOutcome, SuiteResult, load_great_expectations, validate
 from offsets_platform.quality.specs import (
     ERROR,
     WARN,
@@ -13,4 +13,4 @@ from offsets_platform.quality.specs import (
 from offsets_platform.quality.table_validation import validate_table
 
 __all__ = ["ERROR", "WARN", "CheckOutcome", "CheckSpec", "CheckSpecError", "SuiteResult",
-           "specs_for_model", "specs_for_source", "validate", "validate_table"]
+           "load_great_expectations", "specs_for_model", "specs_for_source", "validate", "validate_table"]

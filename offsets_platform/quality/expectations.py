@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-__all__ = ["CheckOutcome", "CheckSpec", "NotComparableOnArrow", "SuiteResult", "specs_for_model",
-           "specs_for_source", "validate", "validate_arrow"]
+__all__ = ["CheckOutcome", "CheckSpec", "NotComparableOnArrow", "SuiteResult", "load_great_expectations",
+           "specs_for_model", "specs_for_source", "validate", "validate_arrow"]
 
 # BASIC gives counts plus a few offending values; SUMMARY adds value histograms (more Spark jobs).
 _RESULT_FORMAT = {"result_format": "BASIC", "partial_unexpected_count": 5}
@@ -230,6 +230,15 @@ def _as_on_spark(outcome: CheckOutcome, types: dict[str, "pa.DataType"]) -> Chec
     except SparkCannotCollect as error:
         return replace(outcome, success=False, element_count=None, unexpected_count=None, observed_value=None,
                        sample=(), error=str(error))
+
+
+def load_great_expectations() -> None:
+    """Import Great Expectations and make the process's context now, so that the first validation
+    need not: the import alone takes seconds (scipy, pandas). A Dagster run that will validate a
+    table calls this in a thread of its own as it starts (assets/resources.py), while its first
+    steps wait on Kafka; a validation meanwhile waits for it."""
+    with _LOCK:
+        _gx_context()
 
 
 def _batch_definition(datasource_name: str, table_name: str):
