@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 from deltalake import DeltaTable, Field, QueryBuilder, write_deltalake
 
+from offsets_platform.lake.spark import to_arrow
 from offsets_platform.lake.sql_literals import spark_identifier
 from offsets_platform.lake.storage import S3Access, check_reachable, is_object_store, local_leases_folder, normalise_uri
 from offsets_platform.lake.tables import TABLES, TableSpec, table_spec, with_model_tables
@@ -432,7 +433,7 @@ class Lake:
             return self._spark_overwrite_rows(name, _conformed(frame, spec))
         with _computed_once(_conformed(frame, spec)) as result:
             if result.count() <= arrow_max_rows:
-                rows = conform(result.toArrow(), spec)
+                rows = conform(to_arrow(result), spec)
                 self.overwrite(name, rows)
                 return rows.num_rows
             return self._spark_overwrite_rows(name, result)
@@ -463,7 +464,7 @@ class Lake:
         # A merge of no rows commits nothing: a new version would make every model that reads the
         # table run again for nothing.
         if via_arrow:
-            rows = _conformed(frame, spec, keep=flag).toArrow()
+            rows = to_arrow(_conformed(frame, spec, keep=flag))
             if rows.num_rows:
                 self.merge(name, rows, delete_when)
             return rows.num_rows
@@ -472,7 +473,7 @@ class Lake:
             if count == 0:
                 return 0
             if count <= arrow_max_rows and self.data_bytes(name, self.version(name)) <= MERGE_VIA_ARROW_MAX_BYTES:
-                self.merge(name, result.toArrow(), delete_when)
+                self.merge(name, to_arrow(result), delete_when)
                 return count
             if rewrite:
                 self._spark_rewrite_rows(name, result, delete_when)
@@ -611,7 +612,7 @@ def _computed_once(frame: "DataFrame") -> Iterator["DataFrame"]:
 def _collected(frame: "DataFrame", spec: TableSpec) -> pa.Table:
     """A small result's rows as Arrow, cast to the spec's columns (`conform`: a null in a NOT NULL
     column is a ValueError naming it, before anything is written)."""
-    return conform(_conformed(frame, spec).toArrow(), spec)
+    return conform(to_arrow(_conformed(frame, spec)), spec)
 
 
 def _conformed(frame: "DataFrame", spec: TableSpec, keep: tuple[str, ...] = ()) -> "DataFrame":

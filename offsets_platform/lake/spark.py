@@ -25,6 +25,7 @@ from offsets_platform.lake import class_archive
 from offsets_platform.lake.storage import LAKE_URI_ENV, S3Access, is_object_store
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 DEFAULT_CONNECT_PORT = 15002  # Spark Connect's own default
@@ -306,6 +307,25 @@ def lazy_sql(spark: SparkSession, sql: str) -> "DataFrame":
 
         return ConnectDataFrame(SQL(sql), spark)
     return spark.sql(sql)
+
+
+def to_arrow(frame: "DataFrame") -> "pa.Table":
+    """The frame's rows as Arrow, as `frame.toArrow()` gives them, with one analysis of its query.
+
+    Through Spark Connect, `toArrow()` first asks the server for the frame's schema (a round trip
+    and an analysis of the whole query) and then runs the query, whose answer carries the same
+    schema: here the query is only run (the pinned pyspark's internal `_to_table`, then the same
+    cast as `toArrow`'s). A model's result is collected so whenever it is small, and its analysis
+    is most of what a small model costs the server (tests/lake/test_spark_connect.py runs every
+    model through a server).
+    """
+    if type(frame).__module__.startswith("pyspark.sql.connect"):
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        table, schema = frame._to_table()
+        return table.cast(to_arrow_schema(schema if schema is not None else frame.schema,
+                                          error_on_duplicated_field_names_in_struct=True, timezone="UTC"))
+    return frame.toArrow()
 
 
 def serve_spark_connect(host: str = "127.0.0.1", port: int = DEFAULT_CONNECT_PORT, master: str = "local[*]",
