@@ -163,7 +163,8 @@ class SparkResource(ConfigurableResource):
         if any(step.key in SPARK_STEPS for step in steps):
             threading.Thread(target=self._start_early, name="spark-start", daemon=True).start()
         if any(_reports_expectations(step) for step in steps):
-            threading.Thread(target=load_great_expectations, name="great-expectations-load", daemon=True).start()
+            threading.Thread(target=_load_great_expectations_early, name="great-expectations-load",
+                             daemon=True).start()
 
     def _start_early(self) -> None:
         try:
@@ -176,6 +177,13 @@ class SparkResource(ConfigurableResource):
 
         settings = Settings.from_env()
         return get_spark(master=self.master or settings.spark_master, remote=self.remote or settings.spark_remote)
+
+
+def _load_great_expectations_early() -> None:
+    try:
+        load_great_expectations()
+    except Exception:  # noqa: BLE001 - the first validation raises it again, where it is reported
+        pass
 
 
 def _steps_to_execute(context: InitResourceContext) -> list[ExecutionStepSnap]:

@@ -315,9 +315,9 @@ def to_arrow(frame: "DataFrame") -> "pa.Table":
     Through Spark Connect, `toArrow()` first asks the server for the frame's schema (a round trip
     and an analysis of the whole query) and then runs the query, whose answer carries the same
     schema: here the query is only run (the pinned pyspark's internal `_to_table`, then the same
-    cast as `toArrow`'s). A model's result is collected so whenever it is small, and its analysis
-    is most of what a small model costs the server (tests/lake/test_spark_connect.py runs every
-    model through a server).
+    cast as `toArrow`'s). A model's small result is collected so: the second analysis was about a
+    sixth of what collecting it cost through a server (benchmarks/README.md, "The server's
+    compiler"; tests/lake/test_spark_connect.py runs every model through a server).
     """
     if type(frame).__module__.startswith("pyspark.sql.connect"):
         from pyspark.sql.pandas.types import to_arrow_schema
