@@ -301,7 +301,7 @@ def lazy_sql(spark: SparkSession, sql: str) -> "DataFrame":
     internal SQL relation, and the server analyses it when its columns are asked for and when it
     is written (tests/lake/test_spark_connect.py runs every model through a server).
     """
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
+    if _through_connect(spark):
         from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
         from pyspark.sql.connect.plan import SQL
 
@@ -319,13 +319,18 @@ def to_arrow(frame: "DataFrame") -> "pa.Table":
     sixth of what collecting it cost through a server (benchmarks/README.md, "The server's
     compiler"; tests/lake/test_spark_connect.py runs every model through a server).
     """
-    if type(frame).__module__.startswith("pyspark.sql.connect"):
+    if _through_connect(frame):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         table, schema = frame._to_table()
         return table.cast(to_arrow_schema(schema if schema is not None else frame.schema,
                                           error_on_duplicated_field_names_in_struct=True, timezone="UTC"))
     return frame.toArrow()
+
+
+def _through_connect(session_or_frame) -> bool:
+    """Whether a session or DataFrame is a Spark Connect client's (pyspark.sql.connect)."""
+    return type(session_or_frame).__module__.startswith("pyspark.sql.connect")
 
 
 def serve_spark_connect(host: str = "127.0.0.1", port: int = DEFAULT_CONNECT_PORT, master: str = "local[*]",
