@@ -29,21 +29,10 @@ from pathlib import Path
 import psutil
 
 from ingest_bench import write_results  # benchmarks/ is on sys.path when this file runs as a script
+from model_variants_bench import cpu_seconds
 from models_bench import REPO, CURRENT, SparkConnectServer, Tree
 
 REFRESH_DONE = re.compile(r"final cycle .*refresh job done in ([0-9.]+) s")
-
-
-def cpu_seconds(process: psutil.Process) -> float:
-    """User and system seconds of a process and its descendants (the server's JVM)."""
-    total = 0.0
-    for each in [process] + process.children(recursive=True):
-        try:
-            times = each.cpu_times()
-            total += times.user + times.system
-        except psutil.NoSuchProcess:
-            pass
-    return total
 
 
 def demo_refresh(tree: Tree, server: SparkConnectServer | None, home: Path) -> dict[str, float]:
