@@ -224,6 +224,9 @@ class ModelRunner:
         this thread, while other models keep running): False stops them, and the selected models
         downstream of it are yielded as `blocked` runs instead. Dagster's refresh validates each
         table there, so a table that failed an error-severity check feeds nothing.
+
+        The models a run frees start before the run is yielded: the caller's work with it
+        (Dagster stores its materialization and check events) then overlaps theirs.
         """
         models = [m for m in self.project.models if select is None or m.name in select]
         selected = {m.name for m in models}
@@ -234,21 +237,24 @@ class ModelRunner:
             with self._settings_for(models), \
                     ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="model") as pool:
                 running: dict[Future, str] = {}
-                while waiting or running:
+
+                def start_ready() -> None:
                     for name in [name for name, refs in waiting.items() if not refs]:
                         del waiting[name]
                         running[pool.submit(self._run_reported, name, full_refresh, position[name], len(models))] = name
+
+                start_ready()
+                while running:
                     finished, _ = wait(running, return_when=FIRST_COMPLETED)
                     for future in finished:
                         name = running.pop(future)
                         run = future.result()  # a failure: leaving the pool waits for the others
-                        passed = gate is None or gate(run)
+                        blocked = iter(()) if gate is None or gate(run) else self._block_downstream(name, waiting)
+                        for refs in waiting.values():
+                            refs.discard(name)
+                        start_ready()
                         yield run
-                        if passed:
-                            for refs in waiting.values():
-                                refs.discard(name)
-                        else:
-                            yield from self._block_downstream(name, waiting)
+                        yield from blocked
         finally:
             self._pinned_versions = None
 
@@ -259,7 +265,8 @@ class ModelRunner:
         return small_data_settings(self.spark) if data <= self.small_data_max_bytes else nullcontext()
 
     def _block_downstream(self, name: str, waiting: dict[str, set[str]]) -> Iterator[ModelRun]:
-        """Take every waiting model that refs `name`, directly or not, out of `waiting`."""
+        """Take every waiting model that refs `name`, directly or not, out of `waiting` now; the
+        runs returned say, as they are iterated, that each was not run and why."""
         blocked, frontier = [], {name}
         while frontier:
             now_blocked = [model for model, refs in waiting.items() if refs & frontier]
@@ -267,9 +274,11 @@ class ModelRunner:
                 del waiting[model]
             blocked += now_blocked
             frontier = set(now_blocked)
-        for model in blocked:
-            self.emit(f"model {model}: not run, because {name} failed an error-severity check upstream of it")
-            yield ModelRun(model=model, mode="blocked", rows_written=0, rows_in_table=0, seconds=0.0)
+        return (self._blocked_run(model, name) for model in blocked)
+
+    def _blocked_run(self, model: str, failed: str) -> ModelRun:
+        self.emit(f"model {model}: not run, because {failed} failed an error-severity check upstream of it")
+        return ModelRun(model=model, mode="blocked", rows_written=0, rows_in_table=0, seconds=0.0)
 
     def _run_reported(self, name: str, full_refresh: bool, index: int, total: int) -> ModelRun:
         model = self.project.model(name)
