@@ -9,19 +9,17 @@
 -- without a usable time (never observed, but they mean the log holds commits of the partition,
 -- so consumer_observations does not take its observations from snapshots).
 -- An incremental run ranks the new commits together with the rows kept so far, in one aggregate
--- per interval and one window per partition: a new commit in an interval already kept replaces
--- its row (a group's commits all live in one partition of the log, GroupCoordinatorService.partitionFor
+-- per interval and one window per partition, and returns what is kept: the table's whole new
+-- content (incremental_strategy: replace). A new commit in an interval already kept replaces its
+-- row (a group's commits all live in one partition of the log, GroupCoordinatorService.partitionFor
 -- hashing the group id, and ingest reads committed records in offset order, so the new one has
--- the higher source offset). It returns the new rows that are kept, and the earlier rows that are
--- not any more flagged is_pruned, which deletes them: those a new row pushed out of the window,
--- those an as_of that moved forward pushed out, and those whose interval's new row is not kept.
--- A new row that is not kept and replaces nothing is left out. An observation that falls out of
--- the window up to one as_of stays out of it up to any later one, so this equals a full run as
--- long as as_of does not go back (the runner runs it full when it does).
--- Ranking every kept row with the new ones, rather than only the partitions the new commits
--- touch, costs about a second more after 100,000 new records and 40% of the time after 3 M
--- (benchmarks/README.md): the partitions' rows meet in one shuffle, and the new commits are
--- read once.
+-- the higher source offset). An observation that falls out of the window up to one as_of stays
+-- out of it up to any later one, so this equals a full run as long as as_of does not go back (the
+-- runner runs it full when it does). The state is a window per partition whatever the history,
+-- so a run costs the new commits and the state; and since only the top rows of each partition
+-- are returned, Spark keeps them before its shuffle (its window group limit), in an incremental
+-- run as in a full one, where returning the rows that left the window sorted them all
+-- (benchmarks/README.md).
 {% set window_size = var('consumer_status_window') | int %}
 {% set min_distance_ms = (var('consumer_status_min_distance_seconds') | int) * 1000 %}
 -- the interval of the commits without a usable time: below any interval of a time
@@ -43,7 +41,7 @@ new_commits as (
 ),
 
 rows as (
-    -- the new commits, and in an incremental run the rows kept so far (is_earlier)
+    -- the new commits, and in an incremental run the rows kept so far
     select
         group_id,
         topic,
@@ -55,8 +53,7 @@ rows as (
         {% endif %}
         committed_offset,
         at_ms as observed_at_ms,
-        source_offset,
-        false as is_earlier
+        source_offset
     from new_commits
     {% if is_incremental() %}
         union all
@@ -67,8 +64,7 @@ rows as (
             interval_id,
             committed_offset,
             observed_at_ms,
-            source_offset,
-            true
+            source_offset
         from {{ this }}
     {% endif %}
 ),
@@ -82,9 +78,7 @@ observations as (
         interval_id,
         max_by(committed_offset, source_offset) as committed_offset,
         max_by(observed_at_ms, source_offset) as observed_at_ms,
-        max(source_offset) as source_offset,
-        bool_or(is_earlier) as had_earlier,
-        bool_or(not is_earlier) as is_new
+        max(source_offset) as source_offset
     from rows
     group by group_id, topic, partition_id, interval_id
 ),
@@ -110,16 +104,8 @@ select
     interval_id,
     committed_offset,
     observed_at_ms,
-    source_offset,
-    from_last > {{ window_size }} as is_pruned
+    source_offset
 from ranked
-{% if is_incremental() %}
-    -- the new rows kept, and the earlier rows not kept any more; earlier rows that stay are left
-    -- as they are
-    where (is_new and from_last <= {{ window_size }}) or (had_earlier and from_last > {{ window_size }})
-{% else %}
-    -- a full run writes only what it keeps. A filter on row_number alone lets Spark keep each
-    -- partition's top rows before it shuffles them (its window group limit), instead of sorting
-    -- every interval of the log.
-    where from_last <= {{ window_size }}
-{% endif %}
+-- only what is kept. A filter on row_number alone lets Spark keep each partition's top rows
+-- before it shuffles them (its window group limit), instead of sorting every interval.
+where from_last <= {{ window_size }}

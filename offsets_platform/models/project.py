@@ -44,8 +44,13 @@ MATERIALIZATIONS = ("table", "incremental", "ephemeral")
 # updates keys spread over the whole table (each data file holds some) is rewritten whatever the
 # strategy, and Delta's MERGE reads it twice to do so (once to find the files, once to rewrite
 # them): `rewrite` costs about half (benchmarks/README.md). `merge` suits a table whose new rows
-# are mostly new keys, which a merge appends without rewriting a file.
-INCREMENTAL_STRATEGIES = ("merge", "rewrite")
+# are mostly new keys, which a merge appends without rewriting a file. `replace`: the incremental
+# query returns the table's whole new content, from the rows it kept ({{ this }}) and the new
+# ones, and the table is overwritten with it. It suits a state bounded by what it keeps (a window
+# per partition), not by the history: a run then costs what the new rows and the state cost,
+# however large the batch, and its query can keep each partition's top rows before Spark's
+# shuffle as a full run's does.
+INCREMENTAL_STRATEGIES = ("merge", "rewrite", "replace")
 
 
 class ProjectError(ValueError):

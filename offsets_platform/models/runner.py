@@ -8,10 +8,11 @@ is written by delta-rs from its rows collected as Arrow; the SQL runs on Spark e
 `table` model is recomputed and overwrites its table. An `incremental` model, once it has run, sees in
 `source(..., new_only=true)` only the rows appended to that source since its last run (Delta's
 change data feed), and its result is merged into its table by `unique_key` (MERGE INTO, or the
-table rewritten with the result's rows in place: `incremental_strategy`); the first run, a `full_refresh`, a change of the model's SQL, or a
+table rewritten with the result's rows in place), or is the table's whole new content, computed
+from the rows it kept and the new ones (`incremental_strategy`); the first run, a `full_refresh`, a change of the model's SQL, or a
 source that was rewritten rather than appended to make it a full run. Incremental models must be
-idempotent upserts: if a run dies after its merge but before it is recorded in `model_runs`, the
-next run merges the same rows again. A model with `delete_when` also deletes, in the same merge,
+idempotent: if a run dies after its write but before it is recorded in `model_runs`, the
+next run reads the same new rows again. A model with `delete_when` also deletes, in the same merge,
 the table's rows whose key comes back in a result row flagged so. An incremental model that uses
 variables runs full when a value changed since its last run, or when `as_of` went back: it must
 keep state from which any later `as_of` gives what a full run then would. One whose YAML says
@@ -323,9 +324,11 @@ class ModelRunner:
         # _plan_reads finds appended files only for an incremental model that may run incrementally
         incremental = (bool(reads) and all(read.new_files is not None for read in reads.values())
                        and all(_loadable(self.lake, ref, version) for ref, version in states.items()))
+        replaces = model.incremental_strategy == "replace"  # an incremental run overwrites the table too
         if incremental:
             new, whole = self._new_and_all_bytes(reads)
-            if new > self.full_run_min_new_bytes and new > self.full_run_new_share * whole:
+            # a replacing run reads the kept state, never more than the history a full run reads
+            if not replaces and new > self.full_run_min_new_bytes and new > self.full_run_new_share * whole:
                 self.emit(f"model {model.name}: {new / whole:.0%} of its sources' data is new since its last run; "
                           "a full run costs less than merging it")
                 incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
@@ -342,7 +345,7 @@ class ModelRunner:
         try:
             result = self._checked_columns(model, lazy_sql(self.spark, context.sql))
             arrow_max_rows = self.arrow_result_max_rows if self._expects_small_result(model) else -1
-            if incremental:
+            if incremental and not replaces:
                 rows = self.lake.spark_merge(model.name, result, via_arrow=via_arrow, delete_when=model.delete_when,
                                              arrow_max_rows=arrow_max_rows,
                                              rewrite=model.incremental_strategy == "rewrite")
@@ -355,7 +358,7 @@ class ModelRunner:
         except Exception as error:  # Spark's analysis and runtime errors: say which model
             raise ModelRunError(f"model {model.name} ({model.layer}/{model.sql_path.name}) failed: "
                                 f"{_first_line(error)}") from error
-        if incremental and len(self.lake.files(model.name)) > self.compact_at_files:
+        if incremental and not replaces and len(self.lake.files(model.name)) > self.compact_at_files:
             self._compact(model.name)
         self._view(model.name, model.name, self.lake.version(model.name))
         self._record(model, "incremental" if incremental else "full", reads,
@@ -363,7 +366,7 @@ class ModelRunner:
                       INPUTS: inputs}, rows)
         return ModelRun(model=model.name, mode="incremental" if incremental else "full", rows_written=rows,
                         # an overwritten table holds exactly the result: no need to count it
-                        rows_in_table=self.lake.count(model.name) if incremental else rows,
+                        rows_in_table=self.lake.count(model.name) if incremental and not replaces else rows,
                         seconds=time.monotonic() - started,
                         new_files={t: len(r.new_files) for t, r in reads.items() if r.new_files is not None})
 

@@ -117,6 +117,27 @@ def test_a_refresh_folds_in_the_new_commits_and_keeps_only_what_a_window_can_use
     assert _table(full) == expected
 
 
+def test_a_batch_as_large_as_the_history_still_runs_incrementally(spark, tmp_path):
+    # the run reads the kept state and the new commits, never more than a full run reads: the
+    # runner's rule that runs a merging model full when much of its data is new does not apply
+    first, second = BronzeBuilder(), BronzeBuilder()
+    _round_one(first)
+    second._next_offset = first._next_offset
+    _round_two(second)
+    lake = lake_for_models(tmp_path / "lake")
+    first.write(lake)
+
+    def refresh(as_of: datetime) -> str:
+        # any share of new data, however small, is "much" for these settings
+        return ModelRunner(spark, lake, variables=_as_of(as_of), emit=lambda line: None,
+                           full_run_new_share=0.0, full_run_min_new_bytes=0).run("log_observations").mode
+
+    assert refresh(at(minutes=10)) == "full"
+    second.write(lake)
+    assert refresh(at(minutes=20)) == "incremental"
+    assert _table(lake) == _expected([first, second], at(minutes=20))
+
+
 def test_a_changed_window_or_an_earlier_as_of_runs_in_full(spark, tmp_path):
     # rows kept for one window size or one as_of are not what another needs: such a run is full
     history = BronzeBuilder()

@@ -149,12 +149,14 @@ def test_delete_when_names_a_result_column_of_an_incremental_model(tmp_path):
                                    yml=yml.replace("delete_when: is_pruned", "delete_when: x")))
 
 
-def test_an_incremental_strategy_is_merge_or_rewrite_and_only_for_an_incremental_model(tmp_path):
+def test_an_incremental_strategy_is_merge_rewrite_or_replace_and_only_for_an_incremental_model(tmp_path):
     sql = "select 1 as x"
     assert load_project(write_project(tmp_path / "default", {"a": sql}, yml=_incremental_yml("a"))) \
         .model("a").incremental_strategy == "merge"
     yml = _incremental_yml("a") + "    incremental_strategy: rewrite\n"
     assert load_project(write_project(tmp_path / "ok", {"a": sql}, yml=yml)).model("a").incremental_strategy == "rewrite"
+    assert load_project(write_project(tmp_path / "replace", {"a": sql}, yml=yml.replace("rewrite", "replace"))) \
+        .model("a").incremental_strategy == "replace"
     with pytest.raises(ProjectError, match="incremental_strategy must be one of"):
         load_project(write_project(tmp_path / "unknown", {"a": sql}, yml=yml.replace("rewrite", "append")))
     with pytest.raises(ProjectError, match="only an incremental model has one"):
