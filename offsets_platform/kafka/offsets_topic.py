@@ -21,6 +21,11 @@ CONSUME_CHUNK = 100_000
 # reports), each read waited the whole of it. With 1 s, the demo's ingest of no new records took
 # 1.0 s. A large read fills its chunks long before it.
 CONSUME_WAIT_S = 0.1
+# How long the broker may hold a fetch that finds no record (librdkafka's fetch.wait.max.ms, 500 ms
+# by default). A partition whose last offset is a transaction marker reports its end only in the
+# answer to such a fetch, so each read of no new records waited for it. A fetch that finds
+# records is answered at once, so a large read does not notice.
+FETCH_WAIT_MAX_MS = 100
 # The most one fetch response brings (librdkafka's fetch.max.bytes): what librdkafka holds is
 # about queued.min.messages plus one such response, whatever the topic's size.
 FETCH_MAX_BYTES = 4 * 1024 * 1024
@@ -97,6 +102,7 @@ class OffsetsTopicReader:
                 # while compressed records take ~20 bytes on the wire (lz4 generated history), so
                 # a 64 MB fetch once queued up to 2.5 M records (1 GB) in one go.
                 "fetch.max.bytes": FETCH_MAX_BYTES,
+                "fetch.wait.max.ms": FETCH_WAIT_MAX_MS,
                 "queued.min.messages": min(CONSUME_CHUNK, self.batch_records),
                 "queued.max.messages.kbytes": 64 * 1024,
                 # Fetch again 10 ms after the queue was found full, not librdkafka's 1 s, which
