@@ -74,6 +74,10 @@ class Tree:
         archive.stdout.close()
         if archive.wait():
             raise SystemExit(f"git archive {commit} failed")
+        # The models' SQL is imported as offsets_platform.sql_project, which the installed package
+        # maps to this checkout's dbt_like_sql/: the commit's own must be found first.
+        if (into / "dbt_like_sql").is_dir() and not (into / "offsets_platform" / "sql_project").exists():
+            (into / "offsets_platform" / "sql_project").symlink_to(Path("..") / "dbt_like_sql")
         return cls(commit[:10], into)
 
     def popen(self, *args: str, **kwargs) -> subprocess.Popen:
