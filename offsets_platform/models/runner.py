@@ -324,7 +324,7 @@ class ModelRunner:
         # _plan_reads finds appended files only for an incremental model that may run incrementally
         incremental = (bool(reads) and all(read.new_files is not None for read in reads.values())
                        and all(_loadable(self.lake, ref, version) for ref, version in states.items()))
-        replaces = model.incremental_strategy == "replace"  # an incremental run overwrites the table too
+        replaces = model.incremental_strategy == "replace"
         if incremental:
             new, whole = self._new_and_all_bytes(reads)
             # a replacing run reads the kept state, never more than the history a full run reads
@@ -336,6 +336,7 @@ class ModelRunner:
                 self.emit(f"model {model.name}: its sources hold {whole:,} bytes; "
                           "on so little data a full run costs less than an incremental one")
                 incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
+        merges = incremental and not replaces  # a replacing run overwrites its table as a full one does
         context = render(model.name, model.sql, self.variables, incremental=incremental,
                          ephemerals=self.project.ephemeral_sql())
         via_arrow = self._register_views(model, context.new_only_sources, reads, ref_versions, incremental)
@@ -345,7 +346,7 @@ class ModelRunner:
         try:
             result = self._checked_columns(model, lazy_sql(self.spark, context.sql))
             arrow_max_rows = self.arrow_result_max_rows if self._expects_small_result(model) else -1
-            if incremental and not replaces:
+            if merges:
                 rows = self.lake.spark_merge(model.name, result, via_arrow=via_arrow, delete_when=model.delete_when,
                                              arrow_max_rows=arrow_max_rows,
                                              rewrite=model.incremental_strategy == "rewrite")
@@ -358,7 +359,7 @@ class ModelRunner:
         except Exception as error:  # Spark's analysis and runtime errors: say which model
             raise ModelRunError(f"model {model.name} ({model.layer}/{model.sql_path.name}) failed: "
                                 f"{_first_line(error)}") from error
-        if incremental and not replaces and len(self.lake.files(model.name)) > self.compact_at_files:
+        if merges and len(self.lake.files(model.name)) > self.compact_at_files:
             self._compact(model.name)
         self._view(model.name, model.name, self.lake.version(model.name))
         self._record(model, "incremental" if incremental else "full", reads,
@@ -366,7 +367,7 @@ class ModelRunner:
                       INPUTS: inputs}, rows)
         return ModelRun(model=model.name, mode="incremental" if incremental else "full", rows_written=rows,
                         # an overwritten table holds exactly the result: no need to count it
-                        rows_in_table=self.lake.count(model.name) if incremental and not replaces else rows,
+                        rows_in_table=self.lake.count(model.name) if merges else rows,
                         seconds=time.monotonic() - started,
                         new_files={t: len(r.new_files) for t, r in reads.items() if r.new_files is not None})
 

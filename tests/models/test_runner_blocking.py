@@ -7,7 +7,7 @@ from contextlib import nullcontext
 import pytest
 
 from offsets_platform.lake import Lake
-from offsets_platform.models import ModelRun, ModelRunner
+from offsets_platform.models import ModelRun, ModelRunner, default_project
 
 pytestmark = pytest.mark.fast  # make test-fast
 
@@ -27,7 +27,7 @@ def test_the_models_a_run_frees_start_before_the_caller_gets_the_run(tmp_path, m
     """Dagster stores a run's events when iter_runs yields it; the models waiting for that run
     must be running by then, not wait for the events. The caller here waits for them while it
     holds each run: the code that started them only after the caller came back never would."""
-    models = {model.name: model for model in ModelRunner(spark=None, lake=Lake(tmp_path / "a")).project.models}
+    models = {model.name: model for model in default_project().models}
     runner = ModelRunner(spark=None, lake=Lake(tmp_path / "lake"), emit=lambda line: None, workers=len(models))
     started: set[str] = set()
     changed = threading.Condition()
