@@ -361,13 +361,19 @@ class Lake:
         return self._with_registered_columns(frame, name, version)
 
     def spark_read_appended(self, spark: "SparkSession", name: str, after_version: int,
-                            up_to_version: int, via_arrow: bool = False) -> "DataFrame":
-        """The rows appended to the table after `after_version`, up to `up_to_version`, through
-        Delta's change data feed (on for every table the lake creates: TABLE_PROPERTIES), read by
-        Delta's Spark reader or, `via_arrow`, by delta-rs.
+                            up_to_version: int, via_arrow: bool = False,
+                            files: list[str] | None = None) -> "DataFrame":
+        """The rows appended to the table after `after_version`, up to `up_to_version`: the data
+        files those versions added (`files`, as `appended_files` gave them; found when not given)
+        read as Parquet by Spark or, `via_arrow`, the change data feed read by delta-rs.
 
         Only for versions that merely appended (`appended_files` says so): the feed would show
-        a rewrite's rows as deleted and inserted again."""
+        a rewrite's rows as deleted and inserted again, and a rewritten file holds old rows. A file
+        an append added is a whole Parquet file of new rows, with no partition values or deletion
+        vector of its own (the lake's tables have neither); Delta's own reader of the feed read the
+        same files at more than twice the cost (benchmarks/README.md). A table whose readers need
+        more than Parquet (column mapping, deletion vectors, written elsewhere) is read through
+        Delta's feed."""
         if up_to_version <= after_version:
             return _empty_frame(spark, self.spec(name))
         if via_arrow:
@@ -377,10 +383,33 @@ class Lake:
             # the rows are cast to the registered (plain) types before they are filtered
             inserted = pc.equal(changes.column("_change_type").cast(pa.string()), "insert")
             return _arrow_frame(spark, _registered(changes, self.spec(name)).filter(inserted), self.spec(name))
+        files = self.appended_files(name, after_version, up_to_version) if files is None else files
+        if files is not None and self._plain_parquet(name, up_to_version):
+            return self._spark_read_files(spark, name, files)
         changes = (self._spark_reader(spark).option("readChangeFeed", "true")
                    .option("startingVersion", after_version + 1).option("endingVersion", up_to_version)
                    .load(str(self.path(name))))
         return self._with_registered_columns(changes.where("_change_type = 'insert'"), name, up_to_version)
+
+    def _plain_parquet(self, name: str, version: int) -> bool:
+        """Whether the table's data files at `version` read right as plain Parquet, all in its
+        folder: it is not partitioned, and its protocol asks readers for nothing more (reader
+        version 1: no column mapping, no deletion vectors)."""
+        return not self.spec(name).partition_by and self._at_version(
+            name, version, lambda table: table is not None and table.protocol().min_reader_version == 1)
+
+    def _spark_read_files(self, spark: "SparkSession", name: str, files: list[str]) -> "DataFrame":
+        """The rows of some of the table's data files (URIs as `files` lists them), with the
+        registered columns: a column a file lacks reads as null, as Delta reads it."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        if not files:
+            return _empty_frame(spark, self.spec(name))
+        # Spark's path of each file: the table's folder as Spark sees it (s3a:// on object storage,
+        # where delta-rs says s3://) and the file's name (the folder holds them all: _plain_parquet)
+        paths = [f"{self.path(name)}/{uri.rsplit('/', 1)[-1]}" for uri in files]
+        schema = from_arrow_schema(self.spec(name).schema)
+        return self._spark_reader(spark, "parquet").schema(schema).load(paths)
 
     def appended_files(self, name: str, after_version: int, up_to_version: int) -> list[str] | None:
         """The data files added after `after_version` up to `up_to_version`, when those versions
@@ -539,13 +568,13 @@ class Lake:
             return 0
         return len(self.table(name).vacuum(dry_run=False))
 
-    def _spark_reader(self, spark: "SparkSession"):
+    def _spark_reader(self, spark: "SparkSession", data_format: str = "delta"):
         if self.remote and id(spark) not in self._spark_configured:
             # s3a's endpoint and the like, once per session (a setting read over Spark Connect is a
             # request); the credentials come from the JVM's environment
             self.access.configure_spark(spark)
             self._spark_configured.add(id(spark))
-        return spark.read.format("delta")
+        return spark.read.format(data_format)
 
     def _with_registered_columns(self, frame: "DataFrame", name: str, version: int) -> "DataFrame":
         """`frame` with exactly the registered columns, in their order; those the table lacked at

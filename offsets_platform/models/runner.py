@@ -505,7 +505,8 @@ class ModelRunner:
             if appended_after is None:
                 frame = self.lake.spark_read(self.spark, table, version, via_arrow=via_arrow)
             else:
-                frame = self.lake.spark_read_appended(self.spark, table, appended_after, version, via_arrow=via_arrow)
+                frame = self.lake.spark_read_appended(self.spark, table, appended_after, version, via_arrow=via_arrow,
+                                                      files=appended_files)
             frame.createOrReplaceTempView(name)
             views[name] = shown
         return via_arrow

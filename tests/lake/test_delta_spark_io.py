@@ -78,7 +78,8 @@ def test_spark_reads_a_pinned_version_whatever_was_written_since(lake, spark, vi
 
 
 @both_paths
-def test_rows_appended_since_a_version_come_from_the_change_data_feed(lake, spark, via_arrow):
+def test_rows_appended_since_a_version_are_those_of_the_files_appended(lake, spark, via_arrow):
+    # delta-spark: the appended Parquet files read as they are; Arrow: delta-rs's change data feed
     first = lake.append("offsets_topic_checkpoints", checkpoints([0], 1))
     lake.append("offsets_topic_checkpoints", checkpoints([1], 2))
     last = lake.append("offsets_topic_checkpoints", checkpoints([2, 3], 3))
@@ -113,6 +114,21 @@ def test_data_bytes_are_the_sizes_of_a_versions_files_or_of_the_files_given(lake
     assert lake.data_bytes("offsets_topic_checkpoints", first) == sum(on_disk.values()) - on_disk[appended[0]]
     assert lake.data_bytes("offsets_topic_checkpoints", last, appended) == on_disk[appended[0]]
     assert lake.data_bytes("offsets_topic_checkpoints", -1) == 0
+
+
+def test_an_appended_file_without_a_column_added_since_reads_it_as_null(lake, spark):
+    # an older version wrote the table without skipped_records; the lake adds it at its next write
+    path = str(lake.path("offsets_topic_checkpoints"))
+    older = checkpoints([0], 1).drop_columns(["skipped_records"])
+    schema = lake.spec("offsets_topic_checkpoints").schema
+    DeltaTable.create(path, schema=older.cast(pa.schema([schema.field(n) for n in older.column_names])).schema,
+                      configuration={CHANGE_DATA_FEED: "true"})
+    write_deltalake(path, older.cast(pa.schema([schema.field(n) for n in older.column_names])), mode="append")
+    last = lake.append("offsets_topic_checkpoints", checkpoints([1], 2).set_column(
+        6, "skipped_records", pa.array([3], pa.int64())))
+    appended = lake.spark_read_appended(spark, "offsets_topic_checkpoints", -1, last)
+    assert appended.columns == schema.names
+    assert sorted((row.source_partition, row.skipped_records) for row in appended.collect()) == [(0, None), (1, 3)]
 
 
 def test_a_table_created_before_the_change_data_feed_gets_it_at_its_next_write(lake, spark):
