@@ -38,6 +38,14 @@ def _round_one(b: BronzeBuilder) -> None:
     b.commit_ms("g", "untimed", 0, 1, FAR_FUTURE_MS, record_ms=FAR_FUTURE_MS)
     b.commit("g", "untimed", 0, 2, at(minutes=3))
     b.offset_tombstone("g", "many", 1, at(minutes=4))  # tombstones are not observations
+    # as_of (minute 10) falls in an interval: a commit there at as_of is in the window and pushes
+    # the oldest out ("edge"); a later commit of that interval after as_of keeps the interval out
+    # of the window until as_of passes it ("edge-later")
+    for topic in ("edge", "edge-later"):
+        for minute in range(6, 6 + WINDOW):
+            b.commit("g", topic, 0, minute, at(minutes=minute))
+        b.commit("g", topic, 0, 10, at(minutes=10))
+    b.commit("g", "edge-later", 0, 11, at(minutes=10, seconds=30))
 
 
 def _round_two(b: BronzeBuilder) -> None:
@@ -96,6 +104,9 @@ def test_a_refresh_folds_in_the_new_commits_and_keeps_only_what_a_window_can_use
     assert run.mode == "full"
     assert _table(lake) == _expected([first], first_as_of)
     assert _table(lake)[("g", "future", 0, ms(at(minutes=12)) // 60_000)][0] == 99  # after as_of: kept
+    kept_minutes = {topic: sorted(interval - ms(at()) // 60_000 for _g, t, _p, interval in _table(lake) if t == topic)
+                    for topic in ("edge", "edge-later")}
+    assert kept_minutes == {"edge": [7, 8, 10], "edge-later": [6, 7, 8, 10]}
 
     second.write(lake)
     run = ModelRunner(spark, lake, variables=_as_of(second_as_of), emit=lambda line: None).run("log_observations")
@@ -106,7 +117,8 @@ def test_a_refresh_folds_in_the_new_commits_and_keeps_only_what_a_window_can_use
     rows_per_partition = defaultdict(int)
     for _group, topic, _partition, _interval in expected:
         rows_per_partition[topic] += 1
-    assert rows_per_partition == {"many": WINDOW, "same-minute": WINDOW, "future": WINDOW, "untimed": 2}
+    assert rows_per_partition == {"many": WINDOW, "same-minute": WINDOW, "future": WINDOW, "untimed": 2,
+                                  "edge": WINDOW, "edge-later": WINDOW}
     assert expected[("g", "many", 0, ms(at(minutes=5)) // 60_000)][0] == 55  # the later commit of minute 5 won
 
     # a full run over the whole log at the later as_of holds the same rows
