@@ -69,40 +69,6 @@ rows as (
     {% endif %}
 ),
 
-candidates as (
-    -- the rows of the intervals that can still be in the window, before the aggregate per
-    -- interval: a commit's interval is the span of min distance its time falls in, so intervals
-    -- order as their observations do, and an interval that ends before as_of's own can only be
-    -- kept among the window's latest such intervals. as_of's interval, the later ones and the
-    -- commits without a time each rank alone, so all of them stay (and so does every row when the
-    -- min distance is 0, where an interval is a commit). A filter on the rank alone lets Spark
-    -- keep each partition's top intervals before it shuffles the rows.
-    select *
-    from (
-        select
-            *,
-            dense_rank() over (
-                partition by group_id, topic, partition_id, kept_apart
-                order by interval_id desc
-            ) as interval_rank
-        from (
-            select
-                *,
-                {% if min_distance_ms > 0 %}
-                    if(
-                        interval_id < floor((select now_ms from clock) / {{ min_distance_ms }})
-                        and interval_id != {{ untimed }},
-                        null, interval_id
-                    ) as kept_apart
-                {% else %}
-                    interval_id as kept_apart
-                {% endif %}
-            from rows
-        ) as placed
-    ) as ranked_intervals
-    where interval_rank <= {{ window_size }}
-),
-
 observations as (
     -- one row per interval: its latest commit, new or kept before
     select
@@ -113,10 +79,8 @@ observations as (
         max_by(committed_offset, source_offset) as committed_offset,
         max_by(observed_at_ms, source_offset) as observed_at_ms,
         max(source_offset) as source_offset
-    from candidates
-    -- kept_apart follows from interval_id; grouping by it too lets the aggregate take the rows
-    -- as the rank above partitioned them, without a shuffle of its own
-    group by group_id, topic, partition_id, kept_apart, interval_id
+    from rows
+    group by group_id, topic, partition_id, interval_id
 ),
 
 ranked as (
