@@ -405,8 +405,8 @@ class Lake:
 
         if not files:
             return _empty_frame(spark, self.spec(name))
-        # Spark's path of each file: the table's folder as Spark sees it (s3a:// on object storage,
-        # where delta-rs says s3://) and the file's name (the folder holds them all: _plain_parquet)
+        # each file's path for Spark: the table's folder as Delta's Spark reader is given it, and the
+        # file's name (the folder holds them all: _plain_parquet)
         paths = [f"{self.path(name)}/{uri.rsplit('/', 1)[-1]}" for uri in files]
         schema = from_arrow_schema(self.spec(name).schema)
         return self._spark_reader(spark, "parquet").schema(schema).load(paths)

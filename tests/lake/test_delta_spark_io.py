@@ -119,11 +119,11 @@ def test_data_bytes_are_the_sizes_of_a_versions_files_or_of_the_files_given(lake
 def test_an_appended_file_without_a_column_added_since_reads_it_as_null(lake, spark):
     # an older version wrote the table without skipped_records; the lake adds it at its next write
     path = str(lake.path("offsets_topic_checkpoints"))
-    older = checkpoints([0], 1).drop_columns(["skipped_records"])
     schema = lake.spec("offsets_topic_checkpoints").schema
-    DeltaTable.create(path, schema=older.cast(pa.schema([schema.field(n) for n in older.column_names])).schema,
-                      configuration={CHANGE_DATA_FEED: "true"})
-    write_deltalake(path, older.cast(pa.schema([schema.field(n) for n in older.column_names])), mode="append")
+    older = checkpoints([0], 1).drop_columns(["skipped_records"])
+    older = older.cast(pa.schema([schema.field(name) for name in older.column_names]))
+    DeltaTable.create(path, schema=older.schema, configuration={CHANGE_DATA_FEED: "true"})
+    write_deltalake(path, older, mode="append")
     last = lake.append("offsets_topic_checkpoints", checkpoints([1], 2).set_column(
         6, "skipped_records", pa.array([3], pa.int64())))
     appended = lake.spark_read_appended(spark, "offsets_topic_checkpoints", -1, last)

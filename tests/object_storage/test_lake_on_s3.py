@@ -46,3 +46,21 @@ def test_two_writers_of_one_version_both_land(s3_lake):
     second.append("points", pa.table({"id": [2], "label": ["second"]}))
     assert sorted(second.read_arrow("points").column("id").to_pylist()) == [0, 1, 2]
     assert Lake(first.root, {"points": POINTS}, leases=first.leases).version("points") == start + 2
+
+
+def test_spark_reads_the_rows_appended_since_a_version_from_their_files_on_s3(s3_lake, spark):
+    # what an incremental model reads of a large source: the appended files, by Spark through s3a
+    def checkpoint(partition: int) -> pa.Table:
+        return pa.table({"ingest_run_id": ["r"], "source_topic": ["__consumer_offsets"],
+                         "source_partition": pa.array([partition], pa.int32()), "next_offset": pa.array([1], pa.int64()),
+                         "record_count": pa.array([1], pa.int64()),
+                         "checkpointed_at": pa.array([0], pa.timestamp("us", tz="UTC")),
+                         "skipped_records": pa.nulls(1, pa.int64())})
+
+    before = s3_lake.append("offsets_topic_checkpoints", checkpoint(0))
+    s3_lake.append("offsets_topic_checkpoints", checkpoint(1))
+    after = s3_lake.append("offsets_topic_checkpoints", checkpoint(2))
+    files = s3_lake.appended_files("offsets_topic_checkpoints", before, after)
+    assert len(files) == 2
+    appended = s3_lake.spark_read_appended(spark, "offsets_topic_checkpoints", before, after, files=files)
+    assert sorted(row.source_partition for row in appended.collect()) == [1, 2]
