@@ -18,15 +18,17 @@ DECLARED = sorted({*TABLES, *model_table_specs()})
 # through Spark are not: the fast tier starts no JVM.
 
 
+CHECKPOINTED_AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+
+
 def checkpoint_rows(run_id, partitions, next_offsets):
-    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
     return pa.table({
         "ingest_run_id": [run_id] * len(partitions),
         "source_topic": ["__consumer_offsets"] * len(partitions),
         "source_partition": pa.array(partitions, pa.int32()),
         "next_offset": pa.array(next_offsets, pa.int64()),
         "record_count": pa.array([1] * len(partitions), pa.int64()),
-        "checkpointed_at": pa.array([now] * len(partitions), pa.timestamp("us", tz="UTC")),
+        "checkpointed_at": pa.array([CHECKPOINTED_AT] * len(partitions), pa.timestamp("us", tz="UTC")),
         "skipped_records": pa.nulls(len(partitions), pa.int64()),
     })
 

@@ -5,7 +5,6 @@ each behaviour holds on both paths."""
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 
 import pyarrow as pa
 import pytest
@@ -13,8 +12,9 @@ from deltalake import DeltaTable, write_deltalake
 
 from offsets_platform.lake import Lake, TableSpec
 from offsets_platform.lake.delta import CHANGE_DATA_FEED
+from tests.lake.test_delta import CHECKPOINTED_AT as AT
+from tests.lake.test_delta import checkpoint_rows
 
-AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 MODEL = TableSpec(name="latest_offsets", layer="silver", keys=("group_id", "partition_id"),
                   description="a model's table", schema=pa.schema([
                       pa.field("group_id", pa.string(), nullable=False),
@@ -29,14 +29,8 @@ def model_lake(tmp_path) -> Lake:
 
 
 def checkpoints(partitions: list[int], next_offset: int) -> pa.Table:
-    count = len(partitions)
-    return pa.table({
-        "ingest_run_id": ["r"] * count, "source_topic": ["__consumer_offsets"] * count,
-        "source_partition": pa.array(partitions, pa.int32()), "next_offset": pa.array([next_offset] * count, pa.int64()),
-        "record_count": pa.array([1] * count, pa.int64()),
-        "checkpointed_at": pa.array([AT] * count, pa.timestamp("us", tz="UTC")),
-        "skipped_records": pa.nulls(count, pa.int64()),
-    })
+    """Checkpoint rows of the partitions, all at `next_offset`, checkpointed at AT."""
+    return checkpoint_rows("r", partitions, [next_offset] * len(partitions))
 
 
 def offsets(spark, rows: list[tuple]):

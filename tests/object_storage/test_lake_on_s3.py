@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from offsets_platform.lake import Lake
 from offsets_platform.lake.tables import TableSpec
+from tests.lake.test_delta import checkpoint_rows
 
 POINTS = TableSpec(
     name="points", layer="silver", keys=("id",), description="a table of the tests",
@@ -50,16 +51,9 @@ def test_two_writers_of_one_version_both_land(s3_lake):
 
 def test_spark_reads_the_rows_appended_since_a_version_from_their_files_on_s3(s3_lake, spark):
     # what an incremental model reads of a large source: the appended files, by Spark through s3a
-    def checkpoint(partition: int) -> pa.Table:
-        return pa.table({"ingest_run_id": ["r"], "source_topic": ["__consumer_offsets"],
-                         "source_partition": pa.array([partition], pa.int32()), "next_offset": pa.array([1], pa.int64()),
-                         "record_count": pa.array([1], pa.int64()),
-                         "checkpointed_at": pa.array([0], pa.timestamp("us", tz="UTC")),
-                         "skipped_records": pa.nulls(1, pa.int64())})
-
-    before = s3_lake.append("offsets_topic_checkpoints", checkpoint(0))
-    s3_lake.append("offsets_topic_checkpoints", checkpoint(1))
-    after = s3_lake.append("offsets_topic_checkpoints", checkpoint(2))
+    before = s3_lake.append("offsets_topic_checkpoints", checkpoint_rows("r", [0], [1]))
+    s3_lake.append("offsets_topic_checkpoints", checkpoint_rows("r", [1], [1]))
+    after = s3_lake.append("offsets_topic_checkpoints", checkpoint_rows("r", [2], [1]))
     files = s3_lake.appended_files("offsets_topic_checkpoints", before, after)
     assert len(files) == 2
     appended = s3_lake.spark_read_appended(spark, "offsets_topic_checkpoints", before, after, files=files)
