@@ -8,22 +8,24 @@
 -- every observation after as_of (a later refresh may count them), and one row of the commits
 -- without a usable time (never observed, but they mean the log holds commits of the partition,
 -- so consumer_observations does not take its observations from snapshots).
--- An incremental run ranks the new commits together with the rows kept so far, in one aggregate
--- per interval and one window per partition, and returns what is kept: the table's whole new
+-- An incremental run ranks the new commits together with the rows kept so far, the latest per
+-- interval and then the window per partition, and returns what is kept: the table's whole new
 -- content (incremental_strategy: replace). A new commit in an interval already kept replaces its
 -- row (a group's commits all live in one partition of the log, GroupCoordinatorService.partitionFor
 -- hashing the group id, and ingest reads committed records in offset order, so the new one has
 -- the higher source offset). An observation that falls out of the window up to one as_of stays
 -- out of it up to any later one, so this equals a full run as long as as_of does not go back (the
 -- runner runs it full when it does). The state is a window per partition whatever the history,
--- so a run costs the new commits and the state; and since only the top rows of each partition
--- are returned, Spark keeps them before its shuffle (its window group limit), in an incremental
--- run as in a full one, where returning the rows that left the window sorted them all
+-- so a run costs the new commits and the state: one shuffle of them by partition and one sort,
+-- where an aggregate per interval and a window per partition had shuffled and sorted them twice
 -- (benchmarks/README.md).
 {% set window_size = var('consumer_status_window') | int %}
 {% set min_distance_ms = (var('consumer_status_min_distance_seconds') | int) * 1000 %}
 -- the interval of the commits without a usable time: below any interval of a time
 {% set untimed = -9223372036854775807 %}
+-- Intervals of a minimum distance follow one another in time, so their order is the commits';
+-- at a distance of 0 an interval is a commit's source offset, and the commit times decide.
+{% set in_time_order = 'interval_id' if min_distance_ms > 0 else 'observed_at_ms, source_offset' %}
 with clock as (
     select unix_millis(timestamp {{ var("as_of") | sql_string }}) as now_ms
 ),
@@ -69,6 +71,13 @@ rows as (
     {% endif %}
 ),
 
+by_partition as (
+    -- every row of a partition in one task: the latest commit per interval and the window below
+    -- both need only this one shuffle, and one sort serves both (benchmarks/README.md)
+    select /*+ repartition(group_id, topic, partition_id) */ *
+    from rows
+),
+
 observations as (
     -- one row per interval: its latest commit, new or kept before
     select
@@ -76,24 +85,32 @@ observations as (
         topic,
         partition_id,
         interval_id,
-        max_by(committed_offset, source_offset) as committed_offset,
-        max_by(observed_at_ms, source_offset) as observed_at_ms,
-        max(source_offset) as source_offset
-    from rows
-    group by group_id, topic, partition_id, interval_id
+        committed_offset,
+        observed_at_ms,
+        source_offset,
+        observed_at_ms <= (select now_ms from clock) as is_up_to_as_of
+    from (
+        select
+            *,
+            row_number() over (
+                partition by group_id, topic, partition_id, interval_id order by source_offset desc
+            ) as from_latest_in_interval
+        from by_partition
+    ) as in_intervals
+    where from_latest_in_interval = 1
 ),
 
 ranked as (
+    -- the observations up to as_of, counted from the last one: intervals in time order, so the
+    -- order of the sort above. Those after as_of come after them (an interval is one row now)
+    -- and those without a time before them; both are always kept (is_up_to_as_of not true).
     select
         *,
-        row_number() over (
-            -- the observations up to as_of share a partition, where only a window is kept; one
-            -- after as_of or without a time is alone in its own, so it is always kept
-            partition by
-                group_id, topic, partition_id,
-                if(observed_at_ms <= (select now_ms from clock), null, interval_id)
-            order by observed_at_ms desc, source_offset desc
-        ) as from_last
+        count_if(is_up_to_as_of) over (partition by group_id, topic, partition_id)
+        - count_if(is_up_to_as_of) over (
+            partition by group_id, topic, partition_id order by {{ in_time_order }}
+            rows between unbounded preceding and current row
+        ) + 1 as from_last
     from observations
 )
 
@@ -106,6 +123,4 @@ select
     observed_at_ms,
     source_offset
 from ranked
--- only what is kept. A filter on row_number alone lets Spark keep each partition's top rows
--- before it shuffles them (its window group limit), instead of sorting every interval.
-where from_last <= {{ window_size }}
+where not coalesce(is_up_to_as_of, false) or from_last <= {{ window_size }}
