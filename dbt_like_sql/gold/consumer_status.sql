@@ -93,24 +93,41 @@ log_ends as (
     inner join snapshots as s on e.snapshot_id = s.snapshot_id
 ),
 
-bracketed as (
-    -- the snapshots just before (or at) and just after each observation: the observations and
-    -- the log ends of their partition in one order of time, a log end before an observation of
-    -- the same millisecond. Windows over both, where a join would pair every observation with
-    -- every snapshot of its partition, a cost that grows with the snapshots the lake holds.
+observed as (
+    -- each observation with its lag then: the snapshots just before (or at) and just after it,
+    -- from the observations and the log ends of their partition in one order of time, a log end
+    -- before an observation of the same millisecond. Windows over both, where a join would pair
+    -- every observation with every snapshot of its partition, a cost that grows with the
+    -- snapshots the lake holds; the observation's own columns ride along, so that nothing joins
+    -- the result back to the window.
     select
         group_id,
         topic,
         partition_id,
-        from_last,
-        before,
-        after
+        committed_offset,
+        at_ms,
+        source,
+        {{ window_size }} + 1 - from_last as position_from_end,  -- ascending in time
+        -- unknown before the first snapshot (greatest alone would turn that null into 0, a lag
+        -- of 0 that would make the window OK)
+        case
+            when before is null then null
+            when after is null then greatest(before.log_end - committed_offset, 0)
+            else
+                greatest(before.log_end + cast(floor(
+                    cast(after.log_end - before.log_end as double)
+                    * (at_ms - before.at_ms) / (after.at_ms - before.at_ms)
+                ) as bigint) - committed_offset, 0)
+        end as lag_then
     from (
         select
             group_id,
             topic,
             partition_id,
             from_last,
+            committed_offset,
+            at_ms,
+            source,
             is_observation,
             case when at_ms is not null then last(log_end, true) over (
                 partition by topic, partition_id order by at_ms, is_observation
@@ -129,7 +146,9 @@ bracketed as (
                 topic,
                 partition_id,
                 from_last,
+                committed_offset,
                 at_ms,
+                source,
                 true as is_observation,
                 null as log_end
             from observation_window
@@ -139,40 +158,15 @@ bracketed as (
                 topic,
                 partition_id,
                 null,
+                null,
                 at_ms,
+                null,
                 false,
                 named_struct('at_ms', at_ms, 'log_end', log_end_offset)
             from log_ends
         ) as observations_and_log_ends
     ) as in_time_order
     where is_observation
-),
-
-observed as (
-    select
-        w.group_id,
-        w.topic,
-        w.partition_id,
-        w.committed_offset,
-        w.at_ms,
-        w.source,
-        {{ window_size }} + 1 - w.from_last as position_from_end,  -- ascending in time
-        -- unknown before the first snapshot (greatest alone would turn that null into 0, a lag
-        -- of 0 that would make the window OK)
-        case
-            when b.before is null then null
-            when b.after is null then greatest(b.before.log_end - w.committed_offset, 0)
-            else
-                greatest(b.before.log_end + cast(floor(
-                    cast(b.after.log_end - b.before.log_end as double)
-                    * (w.at_ms - b.before.at_ms) / (b.after.at_ms - b.before.at_ms)
-                ) as bigint) - w.committed_offset, 0)
-        end as lag_then
-    from observation_window as w
-    left join bracketed as b
-        on
-            w.group_id = b.group_id and w.topic = b.topic and w.partition_id = b.partition_id
-            and w.from_last = b.from_last
 ),
 
 stepped as (
@@ -185,10 +179,12 @@ stepped as (
             partition by group_id, topic, partition_id order by position_from_end
             rows between unbounded preceding and 1 preceding
         ) as previous_known_lag,
-        -- from here to the window's end: up to the current row in reverse order
+        -- from here to the window's end, in the same order as the others, so that one sort
+        -- serves them all: Spark recomputes such a frame for every row, at most a window's
+        -- worth (consumer_status_window) per partition
         max(committed_offset) over (
-            partition by group_id, topic, partition_id order by position_from_end desc
-            rows between unbounded preceding and current row
+            partition by group_id, topic, partition_id order by position_from_end
+            rows between current row and unbounded following
         ) as highest_from_here
     from observed as o
 ),
@@ -199,7 +195,8 @@ summary as (
         topic,
         partition_id,
         cast(count(*) as int) as count_observations,
-        max(source) as observations_from,
+        -- log or snapshot (consumer_observations takes a partition's from one of them)
+        if(bool_or(source = 'snapshot'), 'snapshot', 'log') as observations_from,
         min(at_ms) as first_at_ms,
         max(at_ms) as last_at_ms,
         min_by(committed_offset, position_from_end) as first_offset,
@@ -208,13 +205,14 @@ summary as (
         max_by(lag_then, position_from_end) as last_lag,
         min(lag_then) as min_lag,
         coalesce(bool_or(lag_then < previous_known_lag), false) as lag_decreased,
-        count(distinct committed_offset) as distinct_offsets,
+        min(committed_offset) = max(committed_offset) as offsets_unchanged,
         -- the first fall of the offset in the window, and whether a later offset got back
-        min_by(named_struct(
-            'from_offset', previous_offset, 'to_offset', committed_offset,
-            'recovered', highest_from_here >= previous_offset
-        ), position_from_end)
-        filter (where committed_offset < previous_offset) as rewind
+        min_by(previous_offset, position_from_end) filter (where committed_offset < previous_offset)
+            as rewound_from_offset,
+        min_by(committed_offset, position_from_end) filter (where committed_offset < previous_offset)
+            as rewound_to_offset,
+        min_by(highest_from_here >= previous_offset, position_from_end)
+        filter (where committed_offset < previous_offset) as rewind_recovered
     from stepped
     group by group_id, topic, partition_id
 ),
@@ -279,7 +277,8 @@ evaluated as (
         s.first_lag,
         s.last_lag,
         s.min_lag,
-        s.rewind,
+        s.rewound_from_offset,
+        s.rewound_to_offset,
         c.caught_up_ms,
         n.now_ms,
         greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms)) as silent_since_ms,
@@ -290,9 +289,9 @@ evaluated as (
             when
                 n.now_ms - greatest(s.last_at_ms, coalesce(c.caught_up_ms, s.last_at_ms))
                 > s.last_at_ms - s.first_at_ms then 'stopped'
-            when s.rewind is not null and not s.rewind.recovered then 'rewound'
+            when s.rewound_from_offset is not null and not s.rewind_recovered then 'rewound'
             when s.min_lag = 0 then 'lag_zero_in_window'
-            when s.distinct_offsets = 1 then 'offsets_unchanged'
+            when s.offsets_unchanged then 'offsets_unchanged'
             when not s.lag_decreased then 'lag_not_decreasing'
             else 'progressing'
         end as rule
@@ -353,8 +352,8 @@ select
     first_lag,
     last_lag,
     min_lag,
-    rewind.from_offset as rewound_from_offset,
-    rewind.to_offset as rewound_to_offset,
+    rewound_from_offset,
+    rewound_to_offset,
     committed_offset,
     log_end_offset,
     lag_messages as current_lag,
