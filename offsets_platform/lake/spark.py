@@ -292,6 +292,29 @@ def small_data_settings(spark: SparkSession) -> Iterator[None]:
                 spark.conf.set(key, value)
 
 
+@contextmanager
+def labelled_jobs(spark: SparkSession, label: str) -> Iterator[None]:
+    """Within the block, the Spark jobs this thread starts carry `label`: as their job group and
+    description (their SQL queries' too) with a local Spark, where the Spark UI, the history
+    server and an event log show it, and as a tag through Spark Connect. A refresh runs two models
+    at once, so without it the jobs of one model cannot be told from the other's. Per thread."""
+    if _through_connect(spark):
+        tag = re.sub(r"[^A-Za-z0-9_.-]", "_", label)  # a tag may not hold a comma
+        spark.addTag(tag)
+        try:
+            yield
+        finally:
+            spark.removeTag(tag)
+        return
+    context = spark.sparkContext
+    context.setJobGroup(label, label)
+    try:
+        yield
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+        context.setJobDescription(None)
+
+
 def lazy_sql(spark: SparkSession, sql: str) -> "DataFrame":
     """A DataFrame of a query, analysed only when it is used.
 

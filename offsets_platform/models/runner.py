@@ -56,7 +56,7 @@ import pyarrow as pa
 
 from offsets_platform.lake import Lake
 from offsets_platform.lake.lease import hold_lease
-from offsets_platform.lake.spark import lazy_sql, small_data_settings
+from offsets_platform.lake.spark import labelled_jobs, lazy_sql, small_data_settings
 from offsets_platform.lake.sql_literals import lake_string
 from offsets_platform.models.project import Model, ModelProject, default_project, model_table_specs
 from offsets_platform.models.render import at_last_run_view, new_rows_view, render, this_view
@@ -307,7 +307,7 @@ class ModelRunner:
         """
         model = self.project.model(name)
         with hold_lease(self.lake.leases, model_lease(model.name), f"refresh of model {model.name}",
-                        wait_s=self.lease_wait_s, emit=self.emit):
+                        wait_s=self.lease_wait_s, emit=self.emit), labelled_jobs(self.spark, f"model {model.name}"):
             return self._run_model(model, full_refresh)
 
     def _run_model(self, model: Model, full_refresh: bool) -> ModelRun:

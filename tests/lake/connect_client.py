@@ -14,7 +14,7 @@ import sys
 
 from pyspark.sql import functions as F
 
-from offsets_platform.lake.spark import get_spark
+from offsets_platform.lake.spark import get_spark, labelled_jobs
 from offsets_platform.models import ModelRunner, default_project, lake_for_models
 from offsets_platform.quality.expectations import validate
 from offsets_platform.quality.specs import specs_for_model
@@ -45,9 +45,13 @@ def main(endpoint: str, lake_root: str, as_of: str) -> None:
     spark.sql(f"MERGE INTO delta.`{group_state_path}` AS t USING delta.`{group_state_path}` AS s "
               "ON t.group_id = s.group_id WHEN MATCHED THEN UPDATE SET *")
     delta["after_merge"] = spark.read.format("delta").load(group_state_path).count()
+    # the label of a model's operations: a tag of this thread's while it runs, none after
+    with labelled_jobs(spark, "model a,b"):
+        tags = {"within": sorted(spark.getTags())}
+    tags["after"] = sorted(spark.getTags())
     spark.stop()
     print(json.dumps({"settings": settings, "modes": {run.model: run.mode for run in runs}, "checks": checks,
-                      "broken_failed": failed, "delta": delta}))
+                      "broken_failed": failed, "delta": delta, "tags": tags}))
 
 
 def tables_covering_every_test(project) -> list[str]:

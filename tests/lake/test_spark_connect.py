@@ -92,6 +92,7 @@ def test_models_and_checks_over_spark_connect_equal_a_local_run(spark, connect_s
                                 "read": group_states, "after_merge": group_states}
     assert _rows(remote, "group_state") == _rows(local, "group_state")
     assert remote.version("group_state") > local.version("group_state")  # the MERGE committed
+    assert outcome["tags"] == {"within": ["model_a_b"], "after": []}
 
 
 def test_a_second_server_on_a_busy_port_says_so(connect_server, capsys):
