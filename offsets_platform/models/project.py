@@ -4,7 +4,8 @@ A model is `<layer>/<name>.sql`. The layer's `<layer>.yml` gives each model its 
 grain, meaning in Kafka's terms, materialization, unique key, columns (name, Spark SQL type, description, tests) and
 model-level tests; an incremental model may also name in `delete_when` a boolean column of its
 result (not of its table) whose true rows delete the table's rows with the same key, and in
-`incremental_strategy` how its result reaches the table (INCREMENTAL_STRATEGIES).
+`incremental_strategy` how its result reaches the table (INCREMENTAL_STRATEGIES), and in
+`full_when_small` and `full_when_mostly_new` when a full run costs it less than an incremental one.
 `sources.yml` lists the bronze tables models may read, with their own tests.
 Loading the project checks everything that can be checked without running SQL: every model has
 both its SQL and its YAML, names are unique, every `ref` names a model and every `source` a
@@ -91,6 +92,10 @@ class Model:
     # incremental only: run full while the sources hold little data, where the incremental plan,
     # larger than the full one, costs more than the full run (ModelRunner.full_when_small_max_bytes)
     full_when_small: bool = False
+    # incremental only: run full when most of the sources' data is new since the last run, where
+    # the incremental plan over so many new rows costs more than the full run
+    # (ModelRunner.full_run_new_share)
+    full_when_mostly_new: bool = False
 
     @property
     def ephemeral(self) -> bool:
@@ -299,16 +304,17 @@ def _model(layer: str, sql_path: Path, entry: dict) -> Model:
         raise ProjectError(f"{where}: incremental_strategy must be one of {INCREMENTAL_STRATEGIES}, not {strategy!r}")
     if "incremental_strategy" in entry and materialized != "incremental":
         raise ProjectError(f"{where}: incremental_strategy says how a result is merged: only an incremental model has one")
-    full_when_small = entry.get("full_when_small", False)
-    if not isinstance(full_when_small, bool):
-        raise ProjectError(f"{where}: full_when_small must be true or false, not {full_when_small!r}")
-    if full_when_small and materialized != "incremental":
-        raise ProjectError(f"{where}: full_when_small chooses between a full and an incremental run: "
-                           "only an incremental model has both")
+    full_when = {key: entry.get(key, False) for key in ("full_when_small", "full_when_mostly_new")}
+    for key, value in full_when.items():
+        if not isinstance(value, bool):
+            raise ProjectError(f"{where}: {key} must be true or false, not {value!r}")
+        if value and materialized != "incremental":
+            raise ProjectError(f"{where}: {key} chooses between a full and an incremental run: "
+                               "only an incremental model has both")
     return Model(name=name, layer=layer, sql=sql, sql_path=sql_path, description=entry.get("description", ""),
                  grain=entry.get("grain", ""), in_kafka=entry.get("in_kafka", ""), materialized=materialized, unique_key=unique_key,
                  columns=columns, tests=tuple(entry.get("tests", ())), refs=used.refs, delete_when=delete_when,
-                 incremental_strategy=strategy, full_when_small=full_when_small,
+                 incremental_strategy=strategy, **full_when,
                  refs_at_last_run=used.refs_at_last_run, sources=used.sources, variables=used.variables)
 
 

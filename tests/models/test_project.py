@@ -163,13 +163,14 @@ def test_an_incremental_strategy_is_merge_rewrite_or_replace_and_only_for_an_inc
         load_project(write_project(tmp_path / "table", {"a": sql}, yml=yml.replace("incremental\n", "table\n", 1)))
 
 
-def test_full_when_small_is_a_boolean_of_an_incremental_model(tmp_path):
+@pytest.mark.parametrize("key", ["full_when_small", "full_when_mostly_new"])
+def test_a_rule_for_a_full_run_is_a_boolean_of_an_incremental_model(tmp_path, key):
     sql = "select 1 as x"
-    assert not load_project(write_project(tmp_path / "default", {"a": sql}, yml=_incremental_yml("a"))) \
-        .model("a").full_when_small
-    yml = _incremental_yml("a") + "    full_when_small: true\n"
-    assert load_project(write_project(tmp_path / "ok", {"a": sql}, yml=yml)).model("a").full_when_small
-    with pytest.raises(ProjectError, match="must be true or false"):
+    assert not getattr(load_project(write_project(tmp_path / "default", {"a": sql}, yml=_incremental_yml("a")))
+                       .model("a"), key)
+    yml = _incremental_yml("a") + f"    {key}: true\n"
+    assert getattr(load_project(write_project(tmp_path / "ok", {"a": sql}, yml=yml)).model("a"), key)
+    with pytest.raises(ProjectError, match=f"{key} must be true or false"):
         load_project(write_project(tmp_path / "text", {"a": sql}, yml=yml.replace("true", "'yes'")))
     with pytest.raises(ProjectError, match="only an incremental model has both"):
         load_project(write_project(tmp_path / "table", {"a": sql}, yml=yml.replace("incremental\n", "table\n", 1)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from offsets_platform.lake import Lake
@@ -401,10 +403,14 @@ def test_a_refresh_that_will_not_wait_names_the_run_it_found(spark, tmp_path):
     assert not lake.exists("log_offset_state")
 
 
-def test_a_merging_model_runs_full_when_most_of_its_sources_rows_are_new(spark, tmp_path):
-    # merging a batch as large as the history can cost more than a full run over both
-    # (FULL_RUN_NEW_SHARE); the minimum size is lifted, as this history is small. A rewriting
-    # model (log_offset_state) reads its table once beside the new rows: it stays incremental
+def test_a_model_that_declares_it_runs_full_when_most_of_its_sources_rows_are_new(spark, tmp_path):
+    # full_when_mostly_new: for a model whose incremental plan over a batch as large as the history
+    # costs more than a full run (FULL_RUN_NEW_SHARE); the minimum size is lifted, as this history
+    # is small. Here offset_removals declares it; offset_commit_counts (also merging) and
+    # log_offset_state (rewriting) do not, and stay incremental
+    project = default_project()
+    project = replace(project, models=[replace(model, full_when_mostly_new=model.name == "offset_removals")
+                                       for model in project.models])
     first_round = BronzeBuilder()
     _history(first_round, 0)
     second_round = first_round.next_round()
@@ -413,14 +419,16 @@ def test_a_merging_model_runs_full_when_most_of_its_sources_rows_are_new(spark, 
     for share in (0.25, 10.0):  # the second never finds the new rows a large enough share
         lake = lake_for_models(tmp_path / str(share))
         said: list[str] = []
-        runner = ModelRunner(spark, lake, variables=AS_OF, emit=said.append, full_run_new_share=share,
-                             full_run_min_new_bytes=0)
+        runner = ModelRunner(spark, lake, project=project, variables=AS_OF, emit=said.append,
+                             full_run_new_share=share, full_run_min_new_bytes=0)
         first_round.write(lake)
         runner.run_all(select=METRICS)
         second_round.write(lake)
         modes[share] = {run.model: run.mode for run in runner.run_all(select=METRICS)}
         tables[share] = {model: _sorted_rows(lake, model) for model in METRICS}
-        assert any("a full run costs less than merging it" in line for line in said) == (share < 1)
-    assert (modes[0.25]["offset_removals"], modes[0.25]["log_offset_state"]) == ("full", "incremental")
+        assert [line.split(":")[0] for line in said if "a full run costs it less than an incremental one" in line] \
+            == (["model offset_removals"] if share < 1 else [])
+    assert [modes[0.25][model] for model in ("offset_removals", "offset_commit_counts", "log_offset_state")] == \
+        ["full", "incremental", "incremental"]
     assert modes[10.0]["log_offset_state"] == modes[10.0]["offset_removals"] == "incremental"
     assert tables[0.25] == tables[10.0]
