@@ -292,6 +292,10 @@ def small_data_settings(spark: SparkSession) -> Iterator[None]:
                 spark.conf.set(key, value)
 
 
+# the thread's local properties that SparkContext.setJobGroup sets
+_JOB_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
 @contextmanager
 def labelled_jobs(spark: SparkSession, label: str) -> Iterator[None]:
     """Within the block, the Spark jobs this thread starts carry `label`: as their job group and
@@ -307,12 +311,14 @@ def labelled_jobs(spark: SparkSession, label: str) -> Iterator[None]:
             spark.removeTag(tag)
         return
     context = spark.sparkContext
+    # what the thread had (a notebook's own job group), set again afterwards
+    before = {key: context.getLocalProperty(key) for key in _JOB_GROUP_PROPERTIES}
     context.setJobGroup(label, label)
     try:
         yield
     finally:
-        context.setLocalProperty("spark.jobGroup.id", None)
-        context.setJobDescription(None)
+        for key, value in before.items():
+            context.setLocalProperty(key, value)
 
 
 def lazy_sql(spark: SparkSession, sql: str) -> "DataFrame":

@@ -325,7 +325,7 @@ def test_failing_sql_names_the_model_and_its_file(spark, tmp_path):
     assert not runner.lake.exists("broken_model"), "nothing is written for a failed model"
 
 
-def test_each_models_spark_jobs_carry_its_name_and_the_label_ends_with_its_run(spark, tmp_path):
+def test_each_models_spark_jobs_carry_its_name_and_the_threads_own_label_comes_back(spark, tmp_path):
     # two models run at once in a refresh: a job's group tells which one started it
     builder = BronzeBuilder()
     _history(builder, 0)
@@ -333,11 +333,19 @@ def test_each_models_spark_jobs_carry_its_name_and_the_label_ends_with_its_run(s
     builder.write(lake)
     runner = ModelRunner(spark, lake, variables=AS_OF, emit=lambda line: None)
     context = spark.sparkContext
-    for model in ("log_offset_state", "committed_offsets"):
-        runner.run(model)
-        assert context.statusTracker().getJobIdsForGroup(f"model {model}"), f"no Spark job of {model} carries its name"
+    runner.run("log_offset_state")
     assert context.getLocalProperty("spark.jobGroup.id") is None
-    assert context.getLocalProperty("spark.job.description") is None
+    # a job group of the caller's own (a notebook's) is the thread's again after the run
+    context.setJobGroup("my notebook", "my analysis")
+    try:
+        runner.run("committed_offsets")
+        assert (context.getLocalProperty("spark.jobGroup.id"), context.getLocalProperty("spark.job.description")) \
+            == ("my notebook", "my analysis")
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+        context.setJobDescription(None)
+    for model in ("log_offset_state", "committed_offsets"):
+        assert context.statusTracker().getJobIdsForGroup(f"model {model}"), f"no Spark job of {model} carries its name"
 
 
 def test_a_model_whose_inputs_did_not_change_is_not_run_again(spark, tmp_path):
