@@ -6,10 +6,11 @@ a job group with a local Spark), and a refresh runs two models at once, so the w
 model includes time it waited for the other's tasks; the CPU its tasks used does not. Run any
 refresh with Spark's event log on, for instance the cycle benchmark:
 
+    mkdir -p benchmarks/results/spark-events
     SPARK_LOCAL_IP=127.0.0.1 PYSPARK_SUBMIT_ARGS="--conf spark.eventLog.enabled=true \
-        --conf spark.eventLog.dir=file:///tmp/events --conf spark.eventLog.compress=false pyspark-shell" \
+        --conf spark.eventLog.dir=$PWD/benchmarks/results/spark-events --conf spark.eventLog.compress=false pyspark-shell" \
         .venv/bin/python benchmarks/cycle_bench.py --records 9000000 --cycles 2
-    .venv/bin/python benchmarks/event_log_by_model.py /tmp/events/eventlog_v2_*/events_*   # one run's files
+    .venv/bin/python benchmarks/event_log_by_model.py benchmarks/results/spark-events/eventlog_v2_<one cycle's application>/events_*
     .venv/bin/python benchmarks/event_log_by_model.py --stages "model log_observations" FILES...
 
 Each line: jobs, tasks, the tasks' run time and CPU time, garbage collection, rows read from
