@@ -23,10 +23,10 @@ compiler's threads and Python are not (a process's CPU time, which the benchmark
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Iterator
 
 NO_MODEL = "(no model)"
 
@@ -43,12 +43,17 @@ def _task_metrics(event: dict) -> Counter:
     })
 
 
+def _events(paths: list[Path]) -> Iterator[dict]:
+    for path in paths:
+        with path.open() as lines:
+            yield from (json.loads(line) for line in lines)
+
+
 def summed(paths: list[Path], stages_of: str | None = None) -> dict[str, Counter]:
     """The task metrics per label (model), or per stage of the label `stages_of`."""
     label_of_stage, name_of_stage = {}, {}
     totals: dict[str, Counter] = defaultdict(Counter)
-    for line in itertools.chain.from_iterable(path.open() for path in paths):
-        event = json.loads(line)
+    for event in _events(paths):
         if event["Event"] == "SparkListenerJobStart":
             label = (event.get("Properties") or {}).get("spark.jobGroup.id") or NO_MODEL
             for info in event.get("Stage Infos", []):

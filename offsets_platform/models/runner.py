@@ -331,14 +331,15 @@ class ModelRunner:
         replaces = model.incremental_strategy == "replace"
         if incremental:
             new, whole = self._new_and_all_bytes(reads)
+            why_full = None
             if (model.full_when_mostly_new and new > self.full_run_min_new_bytes
                     and new > self.full_run_new_share * whole):
-                self.emit(f"model {model.name}: {new / whole:.0%} of its sources' data is new since its last run; "
-                          "a full run costs it less than an incremental one")
-                incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
+                why_full = (f"{new / whole:.0%} of its sources' data is new since its last run; "
+                            "a full run costs it less than an incremental one")
             elif model.full_when_small and whole <= self.full_when_small_max_bytes:
-                self.emit(f"model {model.name}: its sources hold {whole:,} bytes; "
-                          "on so little data a full run costs less than an incremental one")
+                why_full = f"its sources hold {whole:,} bytes; on so little data a full run costs less than an incremental one"
+            if why_full:
+                self.emit(f"model {model.name}: {why_full}")
                 incremental, reads = False, {table: _SourceRead(version=read.version) for table, read in reads.items()}
         merges = incremental and not replaces  # a replacing run overwrites its table as a full one does
         context = render(model.name, model.sql, self.variables, incremental=incremental,
